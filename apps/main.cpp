@@ -1,2 +1,149 @@
+// streamline: the command line.
+//   streamline run PIPELINE.json [--set id.param=value]... [--threads N] [--trace FILE]
+//   streamline validate PIPELINE.json [--print] [--dot FILE]
+//   streamline stages [--json]
+//   streamline doctor
+// Exit codes: 0 ok, 1 run failure, 2 usage error or invalid pipeline, 130 interrupted.
+#include <csignal>
 #include <cstdio>
-int main() { std::puts("streamline"); return 0; }
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "apps/commands.h"
+#include "graph/atomic_file.h"
+#include "graph/engine.h"
+#include "graph/error.h"
+#include "graph/spec.h"
+#include "stages/device/device.h"
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_sigint(int) {
+  g_interrupted.store(true);
+  // A second Ctrl-C ends the process the usual way.
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+}
+
+constexpr int kExitRunFailure = 1;
+constexpr int kExitUsage = 2;
+
+}  // namespace
+
+namespace sl {
+
+int cmd_run(const std::string& path, const std::vector<std::string>& sets, int threads, const std::string& trace,
+            bool quiet) {
+  PipelineSpec spec;
+  try {
+    spec = load_pipeline(path, sets);
+  } catch (const Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  DeviceChoice dev;
+  try {
+    dev = choose_device(spec.device);
+  } catch (const Error& e) {
+    std::cerr << "error: " << spec.source_path << ": /device: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (!quiet) std::cerr << "streamline: " << spec.name << " -- " << dev.reason << "\n";
+  RunOptions opt;
+  opt.threads = threads;
+  opt.trace_path = trace;
+  opt.quiet = quiet;
+  opt.cancel = &g_interrupted;
+  opt.device = dev.device;
+  std::signal(SIGINT, on_sigint);
+  std::signal(SIGTERM, on_sigint);
+  RunResult r;
+  try {
+    r = run_pipeline(spec, opt);
+  } catch (const Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitRunFailure;
+  }
+  if (!quiet) std::cerr << format_report(r);
+  for (const auto& s : r.summaries) std::cout << s << "\n";
+  if (!trace.empty() && !quiet) std::cerr << "trace written to " << trace << " (open it in https://ui.perfetto.dev)\n";
+  if (!r.ok) std::cerr << "error: " << r.error << "\n";
+  if (r.interrupted) std::cerr << "interrupted: stopped the source, drained the stages, finished the sink\n";
+  return r.exit_code();
+}
+
+int cmd_validate(const std::string& path, const std::vector<std::string>& sets, bool print, const std::string& dot) {
+  try {
+    PipelineSpec spec = load_pipeline(path, sets);
+    if (print) std::cout << spec.resolved_json(true) << "\n";
+    if (!dot.empty()) write_file_atomic(dot, to_dot(spec));
+    std::cerr << path << ": ok (" << spec.stages.size() << " stages";
+    for (size_t i = 0; i < spec.stages.size(); ++i)
+      std::cerr << (i ? " -> " : ": ") << spec.stages[i].id;
+    std::cerr << ")\n";
+    return 0;
+  } catch (const Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitUsage;
+  }
+}
+
+}  // namespace sl
+
+int main(int argc, char** argv) {
+  sl::prepare_process(argc, argv);
+  CLI::App app{"streamline: a oneTBB dataflow engine for training on point clouds"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", SL_VERSION);
+
+  std::string pipeline, trace, dot;
+  std::vector<std::string> sets;
+  int threads = 0;
+  bool quiet = false, print = false, json = false;
+
+  auto* run = app.add_subcommand("run", "run a pipeline (train, eval, preprocess)");
+  run->add_option("pipeline", pipeline, "pipeline JSON file")->required();
+  run->add_option("--set", sets, "override a param: id.param=value (value parsed as JSON, else a string)");
+  run->add_option("--threads", threads, "worker threads in total (default: the pipeline's \"threads\")")->check(CLI::PositiveNumber);
+  run->add_option("--trace", trace, "write a Chrome-trace/Perfetto JSON of the run");
+  run->add_flag("-q,--quiet", quiet, "no progress and no report");
+
+  auto* val = app.add_subcommand("validate", "check a pipeline without running it");
+  val->add_option("pipeline", pipeline, "pipeline JSON file")->required();
+  val->add_option("--set", sets, "override a param: id.param=value");
+  val->add_flag("--print", print, "print the resolved pipeline, every default written out");
+  val->add_option("--dot", dot, "write the stage graph as Graphviz DOT");
+
+  auto* stages = app.add_subcommand("stages", "list the registered stage types and their params");
+  stages->add_flag("--json", json, "machine-readable output");
+
+  auto* doctor = app.add_subcommand("doctor", "versions, devices, and what device \"auto\" picks and why");
+
+  sl::add_commands(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitUsage;
+  }
+  try {
+    if (*run) return sl::cmd_run(pipeline, sets, threads, trace, quiet);
+    if (*val) return sl::cmd_validate(pipeline, sets, print, dot);
+    if (*stages) {
+      std::cout << (json ? sl::StageRegistry::instance().to_json() + "\n" : sl::StageRegistry::instance().to_text());
+      return 0;
+    }
+    if (*doctor) {
+      std::cout << sl::doctor_report();
+      return 0;
+    }
+    return sl::run_commands(app);
+  } catch (const sl::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitRunFailure;
+  }
+}

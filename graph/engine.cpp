@@ -1,0 +1,463 @@
+#include "graph/engine.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include <tbb/flow_graph.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+
+#include "graph/error.h"
+#include "graph/trace.h"
+
+namespace sl {
+
+Kind item_kind(const Item& it) {
+  switch (it.index()) {
+    case 0: return Kind::SceneRef;
+    case 1: return Kind::Scene;
+    case 2: return Kind::Sample;
+    case 3: return Kind::Batch;
+  }
+  return Kind::None;
+}
+
+void Stage::process(Item, const Position&, Emitter&, RunContext&) {
+  throw Error("stage '" + id + "' takes whole envelopes (process_all), not single items");
+}
+
+void RunContext::add_summary(const std::string& line) {
+  std::lock_guard<std::mutex> lock(mu_);
+  summary_.push_back(line);
+}
+std::vector<std::string> RunContext::summaries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return summary_;
+}
+
+namespace {
+
+using namespace tbb::flow;
+using StageNode = multifunction_node<Envelope, std::tuple<Envelope>>;
+
+std::string describe_item(const Item& it) {
+  switch (it.index()) {
+    case 0: return std::get<0>(it)->cloud_path;
+    case 1: return std::get<1>(it)->ref.cloud_path;
+    case 2: return std::get<2>(it)->describe();
+    default: return "batch";
+  }
+}
+
+struct StageRuntime {
+  const StageSpec* spec = nullptr;
+  std::unique_ptr<Stage> stage;
+  std::atomic<int64_t> items_in{0}, items_out{0}, skipped{0}, busy_ns{0}, invocations{0}, gap_ns{0};
+  std::unique_ptr<StageNode> node;
+  std::unique_ptr<sequencer_node<Envelope>> sequencer;
+  bool serial = false;    // stateful: exactly one thread, fed in order, renumbers its outputs
+  bool releases = false;  // source items are counted done here
+  uint64_t out_seq = 0;   // next sequence number of a serial stage's outputs
+};
+
+struct Run {
+  const PipelineSpec* spec = nullptr;
+  RunContext ctx;
+  std::vector<std::unique_ptr<StageRuntime>> stages;
+  std::atomic<bool> local_cancel{false};
+  std::atomic<bool> accepting{true};
+  std::mutex mu;
+  std::vector<SkipRecord> skips;
+  std::string first_error;
+  bool failed = false;
+  std::unique_ptr<Trace> trace;
+  limiter_node<Envelope>* limiter = nullptr;
+
+  void record_failure(const std::string& stage, const std::string& what) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!failed) first_error = "stage '" + stage + "': " + what;
+      failed = true;
+    }
+    local_cancel = true;
+  }
+  void record_skip(StageRuntime& rt, const std::string& item, const std::string& why) {
+    rt.skipped++;
+    std::lock_guard<std::mutex> lock(mu);
+    skips.push_back({rt.spec->id, item, why});
+  }
+  // Applies the stage's error policy to one failed item.
+  void on_item_error(StageRuntime& rt, const Item* it, const std::string& why, bool is_sl_error) {
+    if (is_sl_error && rt.spec->policy == ErrorPolicy::Skip) {
+      record_skip(rt, it ? describe_item(*it) : "-", why);
+    } else {
+      record_failure(rt.spec->id, why);
+    }
+  }
+  void release(int64_t n) {
+    for (int64_t i = 0; i < n; ++i) limiter->decrementer().try_put(continue_msg());
+  }
+};
+
+// Collects the outputs of one item (parallel stages).
+class CollectEmitter : public Emitter {
+ public:
+  std::vector<Item> items;
+  void emit(Item item) override { items.push_back(std::move(item)); }
+  void emit_marker(Envelope::Type, Position) override {
+    throw Error("only stages that run serially may emit markers");
+  }
+};
+
+// Serial stages: every output becomes its own envelope with the stage's own sequence numbers.
+class SerialEmitter : public Emitter {
+ public:
+  SerialEmitter(StageRuntime& rt, StageNode::output_ports_type& ports, Position pos)
+      : rt_(rt), ports_(ports), pos_(pos) {}
+  void emit(Item item) override {
+    Envelope e;
+    e.seq = rt_.out_seq++;
+    e.pos = pos_;
+    e.items.push_back(std::move(item));
+    rt_.items_out++;
+    std::get<0>(ports_).try_put(e);
+  }
+  void emit_marker(Envelope::Type type, Position pos) override {
+    Envelope e;
+    e.type = type;
+    e.seq = rt_.out_seq++;
+    e.pos = pos;
+    std::get<0>(ports_).try_put(e);
+  }
+
+ private:
+  StageRuntime& rt_;
+  StageNode::output_ports_type& ports_;
+  Position pos_;
+};
+
+template <class F>
+void guarded(Run& run, StageRuntime& rt, const Item* it, F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    run.on_item_error(rt, it, e.what(), true);
+  } catch (const Interrupted&) {
+    run.local_cancel = true;
+  } catch (const std::exception& e) {
+    run.on_item_error(rt, it, std::string("internal error: ") + e.what(), false);
+  }
+}
+
+void stage_body(Run& run, StageRuntime& rt, const Envelope& in, StageNode::output_ports_type& ports) {
+  const int64_t t0 = now_ns();
+  Stage& st = *rt.stage;
+  if (in.type == Envelope::Type::Wake) {
+    SerialEmitter em(rt, ports, in.pos);
+    guarded(run, rt, nullptr, [&] { st.on_wake(em, run.ctx); });
+  } else if (rt.serial) {
+    SerialEmitter em(rt, ports, in.pos);
+    if (in.type == Envelope::Type::Data) {
+      if (st.defers_release()) {
+        rt.items_in += (int64_t)in.items.size();
+        guarded(run, rt, nullptr, [&] { st.process_all(in, em, run.ctx); });
+      } else {
+        for (const Item& it : in.items) {
+          rt.items_in++;
+          guarded(run, rt, &it, [&] { st.process(it, in.pos, em, run.ctx); });
+        }
+        if (rt.releases) run.release(1);
+      }
+    } else {
+      guarded(run, rt, nullptr, [&] { st.on_marker(in, em, run.ctx); });
+      if (rt.releases) run.release(1);
+    }
+  } else {
+    Envelope out;
+    out.type = in.type;
+    out.seq = in.seq;
+    out.pos = in.pos;
+    if (in.type == Envelope::Type::Data) {
+      const size_t n = in.items.size();
+      rt.items_in += (int64_t)n;
+      std::vector<CollectEmitter> ems(n);
+      auto one = [&](size_t i) {
+        guarded(run, rt, &in.items[i], [&] { st.process(in.items[i], in.pos, ems[i], run.ctx); });
+      };
+      // Items of one envelope (the lines of a scene) spread over the stage's threads; outputs
+      // are concatenated in item order, so the result does not depend on scheduling.
+      if (rt.spec->threads > 1 && n > 1)
+        tbb::parallel_for(size_t(0), n, one);
+      else
+        for (size_t i = 0; i < n; ++i) one(i);
+      for (auto& em : ems)
+        for (auto& it : em.items) out.items.push_back(std::move(it));
+      rt.items_out += (int64_t)out.items.size();
+    }
+    std::get<0>(ports).try_put(out);
+    if (rt.releases) run.release(1);
+  }
+  const int64_t t1 = now_ns();
+  rt.busy_ns += t1 - t0;
+  rt.invocations++;
+  if (run.trace) run.trace->span(rt.spec->id, rt.spec->type, t0, t1);
+}
+
+}  // namespace
+
+RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
+  RunResult result;
+  Run run;
+  run.spec = &spec;
+  const int total_threads = opt.threads > 0 ? opt.threads : spec.threads;
+  tbb::global_control gc(tbb::global_control::max_allowed_parallelism, (size_t)std::max(1, total_threads));
+
+  RunContext& ctx = run.ctx;
+  ctx.seed = spec.seed;
+  ctx.epochs = spec.epochs;
+  ctx.device = opt.device.empty() ? (spec.device == "auto" ? "cpu" : spec.device) : opt.device;
+  ctx.pipeline_json = spec.resolved_json(false);
+  ctx.pipeline_path = spec.source_path;
+  ctx.start = opt.start;
+  ctx.start_skip_samples = opt.start_skip_samples;
+  ctx.quiet = opt.quiet;
+  ctx.cancel = &run.local_cancel;  // failures and Ctrl-C (forwarded by the source) both land here
+  const int64_t origin = now_ns();
+  if (!opt.trace_path.empty()) run.trace = std::make_unique<Trace>(origin);
+  ctx.trace = run.trace.get();
+
+  // Stage objects, in pipeline order.
+  std::map<std::string, int> index_of;
+  for (const auto& s : spec.stages) {
+    auto rt = std::make_unique<StageRuntime>();
+    rt->spec = &s;
+    rt->stage = s.schema->factory(spec.params(s.index));
+    rt->stage->id = s.id;
+    rt->serial = s.schema->serial_only;
+    index_of[s.id] = (int)run.stages.size();
+    run.stages.push_back(std::move(rt));
+  }
+  // Consumers of each stage; branching (one output feeding two stages) is rejected.
+  std::vector<std::vector<int>> consumers(run.stages.size());
+  int source = -1;
+  for (size_t i = 0; i < spec.stages.size(); ++i) {
+    if (spec.stages[i].inputs.empty()) source = (int)i;
+    for (const auto& in : spec.stages[i].inputs) consumers[index_of[in]].push_back((int)i);
+  }
+  for (size_t i = 0; i < consumers.size(); ++i)
+    if (consumers[i].size() > 1)
+      throw Error(spec.source_path + ": stage '" + spec.stages[i].id + "' feeds " + std::to_string(consumers[i].size()) +
+                  " stages; a stage's output feeds exactly one stage");
+  // The release point: the first stateful stage after the source, or the last stage.
+  {
+    int cur = source;
+    int release = -1;
+    while (!consumers[cur].empty()) {
+      cur = consumers[cur][0];
+      if (run.stages[cur]->serial) {
+        release = cur;
+        break;
+      }
+    }
+    if (release < 0) release = cur;
+    run.stages[release]->releases = true;
+  }
+
+  for (auto& rt : run.stages) rt->stage->start(ctx);
+
+  graph g;
+  auto* src_rt = run.stages[source].get();
+  auto* src_stage = dynamic_cast<SourceStage*>(src_rt->stage.get());
+  if (!src_stage) throw Error("stage '" + src_rt->spec->id + "' is registered as a source but is not one");
+
+  struct SourceState {
+    int64_t epoch, index, size = -1;
+    uint64_t seq = 0;
+    bool finished = false;
+    int64_t last_return = 0;
+  } ss{opt.start.epoch, opt.start.index};
+
+  input_node<Envelope> src(g, [&](tbb::flow_control& fc) -> Envelope {
+    const int64_t t0 = now_ns();
+    if (ss.last_return) src_rt->gap_ns += t0 - ss.last_return;
+    Envelope e;
+    e.seq = ss.seq++;
+    e.pos = {ss.epoch, ss.index};
+    if (ss.finished) {
+      fc.stop();
+      return e;
+    }
+    if (ss.size < 0) ss.size = src_stage->epoch_size();
+    if (opt.cancel && opt.cancel->load()) run.local_cancel = true;
+    if (ctx.cancelled() || ss.epoch >= spec.epochs) {
+      e.type = Envelope::Type::EndOfStream;
+      ss.finished = true;
+    } else if (ss.index < ss.size) {
+      guarded(run, *src_rt, nullptr, [&] {
+        src_rt->items_in++;
+        e.items.push_back(src_stage->make(ss.epoch, ss.index, ctx));
+        src_rt->items_out++;
+      });
+      ++ss.index;
+    } else {
+      e.type = Envelope::Type::EpochEnd;
+      ++ss.epoch;
+      ss.index = 0;
+      ss.size = -1;
+    }
+    const int64_t t1 = now_ns();
+    src_rt->busy_ns += t1 - t0;
+    src_rt->invocations++;
+    ss.last_return = t1;
+    if (run.trace) run.trace->span(src_rt->spec->id, src_rt->spec->type, t0, t1);
+    return e;
+  });
+  limiter_node<Envelope> limiter(g, (size_t)spec.in_flight);
+  run.limiter = &limiter;
+  make_edge(src, limiter);
+
+  for (size_t i = 0; i < run.stages.size(); ++i) {
+    if ((int)i == source) continue;
+    auto& rt = *run.stages[i];
+    const size_t conc = rt.serial ? 1 : (size_t)rt.spec->threads;
+    rt.node = std::make_unique<StageNode>(
+        g, conc, [&run, &rt](const Envelope& in, StageNode::output_ports_type& ports) { stage_body(run, rt, in, ports); });
+    if (rt.serial)
+      rt.sequencer = std::make_unique<sequencer_node<Envelope>>(g, [](const Envelope& e) { return (size_t)e.seq; });
+    StageNode* node = rt.node.get();
+    rt.stage->release_source_items = [&run](int64_t n) { run.release(n); };
+    rt.stage->wake = [&run, node] {
+      if (run.accepting) node->try_put(Envelope{Envelope::Type::Wake});
+    };
+  }
+  for (size_t i = 0; i < run.stages.size(); ++i) {
+    if ((int)i == source) continue;
+    auto& rt = *run.stages[i];
+    int up = index_of[rt.spec->inputs[0]];
+    auto connect = [&](receiver<Envelope>& to) {
+      if (up == source) make_edge(limiter, to);
+      else make_edge(output_port<0>(*run.stages[up]->node), to);
+    };
+    if (rt.sequencer) {
+      connect(*rt.sequencer);
+      make_edge(*rt.sequencer, *rt.node);
+    } else {
+      connect(*rt.node);
+    }
+  }
+
+  src.activate();
+  g.wait_for_all();
+  run.accepting = false;
+  const int64_t t_end = now_ns();
+
+  // finish(): the sink writes its final checkpoint / cache even after an interruption.
+  for (auto& rt : run.stages) {
+    try {
+      rt->stage->finish(ctx);
+    } catch (const Error& e) {
+      run.record_failure(rt->spec->id, e.what());
+    } catch (const std::exception& e) {
+      run.record_failure(rt->spec->id, std::string("internal error: ") + e.what());
+    }
+  }
+
+  result.wall_s = (t_end - origin) / 1e9;
+  result.ok = !run.failed;
+  result.error = run.first_error;
+  result.interrupted = !run.failed && opt.cancel && opt.cancel->load();
+  result.skips = run.skips;
+  result.summaries = ctx.summaries();
+  for (auto& rt : run.stages) {
+    StageReport r;
+    r.id = rt->spec->id;
+    r.type = rt->spec->type;
+    r.serial = rt->serial || (int)(&rt - &run.stages[0]) == source;
+    r.threads = r.serial ? 1 : rt->spec->threads;
+    r.items_in = rt->items_in;
+    r.items_out = rt->items_out;
+    r.skipped = rt->skipped;
+    r.invocations = rt->invocations;
+    r.busy_s = rt->busy_ns / 1e9;
+    const int usable = std::min(r.threads, std::max(1, total_threads));
+    r.utilization = result.wall_s > 0 ? r.busy_s / (result.wall_s * usable) : 0;
+    r.wait_input_s = std::max(0.0, result.wall_s * usable - r.busy_s);
+    r.wait_output_s = rt->gap_ns / 1e9;
+    if ((int)(&rt - &run.stages[0]) == source) r.wait_input_s = 0;
+    result.stages.push_back(r);
+  }
+  result.bottleneck = diagnose(result.stages, result.wall_s, total_threads);
+  if (run.trace) run.trace->write(opt.trace_path);
+  return result;
+}
+
+std::string diagnose(const std::vector<StageReport>& stages, double wall, int total_threads) {
+  if (stages.size() < 2 || wall <= 0) return "";
+  const StageReport& sink = stages.back();
+  const StageReport* busiest = nullptr;
+  for (size_t i = 1; i + 1 < stages.size(); ++i)
+    if (!busiest || stages[i].utilization > busiest->utilization) busiest = &stages[i];
+  const double sink_wait = 1.0 - std::min(1.0, sink.busy_s / wall);
+  char buf[1024];
+  if (sink.utilization >= 0.8 || !busiest) {
+    std::snprintf(buf, sizeof buf,
+                  "'%s' (the sink) is busy %.0f%% of the run: the data path keeps up, the sink's own work is the limit.",
+                  sink.id.c_str(), 100 * sink.utilization);
+    return buf;
+  }
+  if (busiest->utilization >= 0.7) {
+    std::string advice;
+    if (busiest->threads < total_threads)
+      advice = "give '" + busiest->id + "' more threads (\"threads\": " + std::to_string(std::min(total_threads, busiest->threads * 2)) + " or \"auto\")";
+    else
+      advice = "'" + busiest->id + "' already uses all " + std::to_string(total_threads) +
+               " worker threads: more cores (--threads) or a cheaper configuration of that stage is what helps";
+    std::snprintf(buf, sizeof buf, "'%s' waited %.0f%% of the run for data; '%s' is busy %.0f%% with %d thread%s: %s.",
+                  sink.id.c_str(), 100 * sink_wait, busiest->id.c_str(), 100 * busiest->utilization,
+                  busiest->threads, busiest->threads == 1 ? "" : "s", advice.c_str());
+    return buf;
+  }
+  const StageReport& src = stages.front();
+  std::snprintf(buf, sizeof buf,
+                "no stage is saturated (busiest: '%s' at %.0f%%, sink '%s' at %.0f%%); the source was held back "
+                "%.0f%% of the run: the run is latency-bound or short; raise \"in_flight\" or the batch size.",
+                busiest->id.c_str(), 100 * busiest->utilization, sink.id.c_str(), 100 * sink.utilization,
+                100 * std::min(1.0, src.wait_output_s / wall));
+  return buf;
+}
+
+std::string format_report(const RunResult& r) {
+  std::ostringstream o;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "\nWhere the time went (wall %.2f s)\n", r.wall_s);
+  o << buf;
+  std::snprintf(buf, sizeof buf, "  %-12s %-16s %7s %9s %9s %8s %8s %7s %10s %10s\n", "stage", "type", "threads",
+                "items in", "items out", "skipped", "busy s", "busy %", "idle s", "held s");
+  o << buf;
+  for (const auto& s : r.stages) {
+    std::snprintf(buf, sizeof buf, "  %-12s %-16s %7d %9lld %9lld %8lld %8.2f %6.0f%% %10.2f %10.2f\n", s.id.c_str(),
+                  s.type.c_str(), s.threads, (long long)s.items_in, (long long)s.items_out, (long long)s.skipped,
+                  s.busy_s, 100 * s.utilization, s.wait_input_s, s.wait_output_s);
+    o << buf;
+  }
+  o << "  (busy %: busy time / (wall x threads); idle: its threads waited for input; held: the source was\n"
+       "   held back by backpressure)\n";
+  if (!r.bottleneck.empty()) o << "  Bottleneck: " << r.bottleneck << "\n";
+  if (!r.skips.empty()) {
+    o << "\nSkipped " << r.skips.size() << " item(s):\n";
+    size_t shown = 0;
+    for (const auto& s : r.skips) {
+      if (++shown > 20) {
+        o << "  ... and " << (r.skips.size() - 20) << " more\n";
+        break;
+      }
+      o << "  [" << s.stage << "] " << s.item << ": " << s.reason << "\n";
+    }
+  }
+  return o.str();
+}
+
+}  // namespace sl

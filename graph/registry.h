@@ -1,0 +1,86 @@
+// The stage registry: a stage type exists only together with its schema (typed params with
+// defaults and one-line docs, message kinds in/out, sample keys required/produced, default
+// concurrency and error policy). Registration without a schema does not compile: the only
+// entry point is StageRegistry::add(StageSchema), and a schema must carry a factory.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/message.h"
+
+namespace sl {
+
+class Stage;
+class Params;
+
+enum class ParamType { Bool, Int, Float, String, StringList, FloatList, IntList, Object };
+const char* param_type_name(ParamType t);
+
+struct ParamSpec {
+  std::string name;
+  ParamType type = ParamType::Float;
+  std::string default_json;  // the default as JSON text; empty = required
+  std::string doc;
+  double min = -1e300, max = 1e300;  // inclusive bounds for Int/Float (and list elements)
+  bool exclusive_min = false;        // true: value must be > min (e.g. sizes > 0)
+  std::vector<std::string> choices;  // allowed values for String
+  std::vector<ParamSpec> fields;     // schema of an Object param (nested keys are checked too)
+  bool nullable = false;             // JSON null allowed ("not set")
+};
+
+// Helpers that read well in a schema table.
+ParamSpec p_bool(std::string name, bool def, std::string doc);
+ParamSpec p_int(std::string name, long long def, std::string doc, double min = -1e300, double max = 1e300);
+ParamSpec p_pos_int(std::string name, long long def, std::string doc);  // > 0
+ParamSpec p_float(std::string name, double def, std::string doc, double min = -1e300, double max = 1e300);
+ParamSpec p_pos_float(std::string name, double def, std::string doc);  // > 0
+ParamSpec p_string(std::string name, std::string def, std::string doc, std::vector<std::string> choices = {});
+ParamSpec p_required_string(std::string name, std::string doc);
+ParamSpec p_strings(std::string name, std::vector<std::string> def, std::string doc);
+ParamSpec p_ints(std::string name, std::vector<long long> def, std::string doc, double min = -1e300);
+ParamSpec p_object(std::string name, std::vector<ParamSpec> fields, std::string doc);
+ParamSpec p_nullable_string(std::string name, std::string doc);  // default null
+
+enum class ErrorPolicy { Fail, Skip };
+
+struct StageSchema {
+  std::string type;  // registry name, e.g. "crop_polyline"
+  std::string doc;   // one line
+  std::string group; // io | geometry | batching | device | train | util
+  Kind input = Kind::None;   // None: a source
+  Kind output = Kind::None;  // None: a sink
+  std::vector<std::string> requires_keys;  // sample keys that must be produced upstream
+  std::vector<std::string> produces_keys;  // sample keys this stage adds
+  std::vector<std::string> removes_keys;   // sample keys this stage consumes (drops)
+  std::string requires_from_param;         // a [string] param that names further required keys
+  bool fan_out = false;          // one input may yield many outputs
+  bool serial_only = false;      // a stage with state across items (batch, train): always 1 thread, in order
+  std::string default_threads = "1";  // "1", "N" or "auto"
+  ErrorPolicy default_policy = ErrorPolicy::Fail;
+  std::vector<ParamSpec> params;
+  std::function<std::unique_ptr<Stage>(const Params&)> factory;
+};
+
+class StageRegistry {
+ public:
+  static StageRegistry& instance();  // built-in stages are registered on first use
+  void add(StageSchema schema);      // throws on a duplicate name, a missing factory or a bad default
+  const StageSchema& get(const std::string& type) const;  // throws with "did you mean ..."
+  const StageSchema* find(const std::string& type) const;
+  std::vector<const StageSchema*> list() const;  // sorted by group, then name
+  std::string to_text() const;
+  std::string to_json() const;
+
+ private:
+  std::vector<StageSchema> schemas_;
+};
+
+// The closest candidates to `word` (edit distance), formatted as " (did you mean 'x'?)" or "".
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
+
+// Registers the stages that ship with streamline (called by StageRegistry::instance()).
+void register_builtin_stages(StageRegistry& r);
+
+}  // namespace sl

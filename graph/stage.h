@@ -1,0 +1,122 @@
+// What a stage implementation sees: items in, items out, a run context. Stage adapters stay
+// thin; the math lives in plain functions (stages/geometry, stages/io, kernels) tested alone.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "graph/message.h"
+#include "graph/registry.h"
+
+namespace sl {
+
+struct Batch;
+class Trace;
+
+// One unit of data between stages.
+using Item = std::variant<std::shared_ptr<const SceneRef>, std::shared_ptr<const Scene>,
+                          std::shared_ptr<Sample>, std::shared_ptr<Batch>>;
+
+Kind item_kind(const Item& it);
+
+// Where an item sits in the data stream: the epoch and the position of its source item in that
+// epoch's order. Checkpoints store it, so a resumed run continues at the same place.
+struct Position {
+  int64_t epoch = 0;
+  int64_t index = 0;  // position of the source item (scene) within the epoch's order
+};
+
+// An envelope is what travels on graph edges: every source item becomes one envelope; markers
+// (end of an epoch, end of the stream) travel in order with the data.
+struct Envelope {
+  enum class Type { Data, EpochEnd, EndOfStream, Wake };
+  Type type = Type::Data;
+  uint64_t seq = 0;  // contiguous per producer, used to restore order after parallel stages
+  Position pos;
+  std::vector<Item> items;
+};
+
+class RunContext;
+
+class Emitter {
+ public:
+  virtual ~Emitter() = default;
+  virtual void emit(Item item) = 0;
+  // Serial stages that group items (batch) may emit a marker of their own.
+  virtual void emit_marker(Envelope::Type type, Position pos) = 0;
+};
+
+class Stage {
+ public:
+  virtual ~Stage() = default;
+  // Called before the graph runs, on the main thread (allocate pools, open files, load weights).
+  virtual void start(RunContext& ctx) {}
+  // One input item -> zero or more outputs. Must be thread-safe when the stage runs on more
+  // than one thread. Throwing sl::Error applies the stage's error policy to this item.
+  virtual void process(Item in, const Position& pos, Emitter& out, RunContext& ctx);
+  // Stages that hold on to source items (defers_release) get each envelope whole: all outputs
+  // of one source item, possibly none. Errors thrown here fail the run.
+  virtual void process_all(const Envelope& in, Emitter& out, RunContext& ctx) {
+    for (const auto& it : in.items) process(it, in.pos, out, ctx);
+  }
+  // Markers reach serial stages in order. Default: pass them on.
+  virtual void on_marker(const Envelope& m, Emitter& out, RunContext& ctx) { out.emit_marker(m.type, m.pos); }
+  // Serial stages with internal queues are woken when a resource they wait for frees up.
+  virtual void on_wake(Emitter& out, RunContext& ctx) {}
+  // After the graph drained (also after an interruption), on the main thread.
+  virtual void finish(RunContext& ctx) {}
+  // A stage that holds on to source items (batch, waiting for a free slot) returns true and
+  // calls release_source_items(n) when it no longer holds them; otherwise the engine counts a
+  // source item as done when this stage has processed it.
+  virtual bool defers_release() const { return false; }
+
+  // Set by the engine before start().
+  std::function<void(int64_t)> release_source_items = [](int64_t) {};
+  std::function<void()> wake = [] {};  // posts a Wake to this (serial) stage: on_wake() runs
+  std::string id;
+};
+
+// A source enumerates the items of one epoch in order.
+class SourceStage : public Stage {
+ public:
+  void process(Item, const Position&, Emitter&, RunContext&) override {}
+  virtual int64_t epoch_size() = 0;
+  // The item at `index` of epoch `epoch` (shuffling is the source's business, seeded per epoch).
+  virtual Item make(int64_t epoch, int64_t index, RunContext& ctx) = 0;
+};
+
+// A record of a skipped item: which stage, which item, why.
+struct SkipRecord {
+  std::string stage, item, reason;
+};
+
+class RunContext {
+ public:
+  uint64_t seed = 0;
+  int64_t epochs = 1;
+  std::string device = "cpu";      // resolved device: "cpu" or "cuda:N"
+  std::string pipeline_json;       // the resolved pipeline (for checkpoints)
+  std::string pipeline_path;
+  Position start;                  // where the source starts (resume)
+  int64_t start_skip_samples = 0;  // samples of the first source item already consumed (resume)
+  Trace* trace = nullptr;
+  bool quiet = false;
+
+  // Cancellation: a signal handler or a failing stage sets it; the source stops emitting.
+  std::atomic<bool>* cancel = nullptr;
+  bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
+
+  // Summary lines a stage wants printed after the run (e.g. final eval results).
+  void add_summary(const std::string& line);
+  std::vector<std::string> summaries() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> summary_;
+};
+
+}  // namespace sl

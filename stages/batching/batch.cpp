@@ -1,0 +1,241 @@
+#include "stages/batching/batch.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+
+#include "graph/error.h"
+#include "graph/spec.h"
+#include "stages/device/cuda_host.h"
+
+namespace sl {
+
+bool device_is_cuda(const std::string& device) { return device.rfind("cuda", 0) == 0; }
+
+HostBuffer::HostBuffer(size_t bytes, bool pinned) : bytes_(bytes) {
+  if (pinned) {
+    data_ = static_cast<float*>(cuda_host_alloc(bytes));  // null when not possible
+    pinned_ = data_ != nullptr;
+  }
+  if (!data_) {
+    data_ = static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    if (!data_) throw Error("batch: cannot allocate a slot of " + std::to_string(bytes) + " bytes");
+  }
+}
+
+HostBuffer::~HostBuffer() {
+  if (pinned_) cuda_host_free(data_);
+  else std::free(data_);
+}
+
+const BatchTensor& Batch::tensor(const std::string& name) const {
+  for (const auto& t : tensors)
+    if (t.name == name) return t;
+  throw Error("batch has no tensor '" + name + "'");
+}
+
+SlotPool::SlotPool(size_t slots, size_t floats_per_slot, bool pinned) {
+  for (size_t i = 0; i < slots; ++i) {
+    all_.push_back(std::make_unique<HostBuffer>(floats_per_slot * sizeof(float), pinned));
+    free_.push_back(all_.back().get());
+  }
+}
+
+std::shared_ptr<HostBuffer> SlotPool::acquire() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (free_.empty()) return nullptr;
+  HostBuffer* b = free_.back();
+  free_.pop_back();
+  peak_out_ = std::max(peak_out_, all_.size() - free_.size());
+  auto self = shared_from_this();
+  return std::shared_ptr<HostBuffer>(b, [self](HostBuffer* p) { self->give_back(p); });
+}
+
+void SlotPool::give_back(HostBuffer* b) {
+  std::function<void()> f;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(b);
+    f = on_return_;
+  }
+  if (f) f();
+}
+
+void SlotPool::set_on_return(std::function<void()> f) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_return_ = std::move(f);
+}
+size_t SlotPool::free_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return free_.size();
+}
+size_t SlotPool::peak_out() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return peak_out_;
+}
+
+namespace {
+
+// batch: serial, in order. Holds source items it could not place yet (no free slot) and
+// releases each once all of its samples sit in slots.
+class BatchStage : public Stage {
+ public:
+  explicit BatchStage(const Params& p)
+      : B_(p.get_int("size")), drop_last_(p.get_bool("drop_last")), slots_(p.get_int("slots")),
+        keys_(p.get_strings("keys")), where_(p.where()) {
+    if (keys_.empty()) fail(p.where("keys"), "needs at least one sample key");
+  }
+  ~BatchStage() override {
+    if (pool_) pool_->set_on_return(nullptr);  // batches may outlive this stage
+  }
+  bool defers_release() const override { return true; }
+  void start(RunContext& ctx) override {
+    pinned_ = device_is_cuda(ctx.device);
+    skip_epoch_ = ctx.start.epoch;
+    skip_index_ = ctx.start.index;
+    skip_left_ = ctx.start_skip_samples;
+  }
+  void process_all(const Envelope& in, Emitter& out, RunContext& ctx) override {
+    Pending p;
+    p.pos = in.pos;
+    for (const auto& it : in.items) p.samples.push_back(std::get<std::shared_ptr<Sample>>(it));
+    if (skip_left_ > 0 && in.pos.epoch == skip_epoch_ && in.pos.index == skip_index_) {
+      p.next = (size_t)std::min<int64_t>(skip_left_, (int64_t)p.samples.size());  // consumed before the resume
+      skip_left_ = 0;
+    }
+    pending_.push_back(std::move(p));
+    drain(out);
+  }
+  void on_marker(const Envelope& m, Emitter& out, RunContext& ctx) override {
+    Pending p;
+    p.marker = true;
+    p.type = m.type;
+    p.pos = m.pos;
+    pending_.push_back(std::move(p));
+    drain(out);
+  }
+  void on_wake(Emitter& out, RunContext& ctx) override { drain(out); }
+
+ private:
+  struct Pending {
+    bool marker = false;
+    Envelope::Type type = Envelope::Type::Data;
+    Position pos;
+    std::vector<std::shared_ptr<Sample>> samples;
+    size_t next = 0;
+  };
+
+  void make_pool(const Sample& s) {
+    size_t offset = 0;
+    for (const auto& k : keys_) {
+      const Tensor& t = s.at(k);
+      BatchTensor bt;
+      bt.name = k;
+      bt.shape = {B_};
+      for (auto d : t.shape) bt.shape.push_back(d);
+      bt.per_sample = t.numel();
+      bt.offset = offset;
+      offset += (size_t)(bt.per_sample * B_);
+      offset = (offset + 15) / 16 * 16;  // 64-byte aligned tensors inside the slot
+      layout_.push_back(bt);
+    }
+    pool_ = std::make_shared<SlotPool>((size_t)slots_, offset, pinned_);
+    Stage* self = this;
+    pool_->set_on_return([self] { self->wake(); });
+  }
+
+  void copy_in(Batch& b, const Sample& s) {
+    for (const auto& bt : b.tensors) {
+      const Tensor& t = s.at(bt.name);
+      if (t.numel() != bt.per_sample || (int64_t)t.shape.size() + 1 != (int64_t)bt.shape.size())
+        throw Error(where_ + ": " + s.describe() + ": tensor '" + bt.name + "' has shape " + t.shape_str() +
+                    ", but the batch was laid out for the first sample's shape; make every sample the same size "
+                    "(resample / perturb_line points)");
+      std::memcpy(b.slot->data() + bt.offset + b.size * bt.per_sample, t.data.data(), bt.per_sample * sizeof(float));
+    }
+    b.scene_index.push_back((int32_t)s.scene_index);
+    b.line_index.push_back((int32_t)s.line_index);
+    ++b.size;
+  }
+
+  void emit_open(Emitter& out, Position next, int64_t next_skip) {
+    open_->next = next;
+    open_->next_skip = next_skip;
+    out.emit(std::move(open_));
+    open_.reset();
+  }
+
+  void drain(Emitter& out) {
+    while (!pending_.empty()) {
+      Pending& p = pending_.front();
+      if (p.marker) {
+        if (open_ && (p.type == Envelope::Type::EpochEnd || p.type == Envelope::Type::EndOfStream)) {
+          if (!drop_last_ && open_->size > 0) emit_open(out, p.pos, 0);
+          open_.reset();  // drop_last: the partial batch is dropped, its slot returns
+        }
+        if (p.type == Envelope::Type::EpochEnd) batch_in_epoch_ = 0;
+        out.emit_marker(p.type, p.pos);
+        pending_.pop_front();
+        continue;
+      }
+      while (p.next < p.samples.size()) {
+        if (!open_) {
+          if (!pool_) make_pool(*p.samples[p.next]);
+          auto slot = pool_->acquire();
+          if (!slot) return;  // every slot is in use downstream: wait for a wake
+          open_ = std::make_shared<Batch>();
+          open_->capacity = B_;
+          open_->epoch = p.pos.epoch;
+          open_->index = batch_in_epoch_++;
+          open_->tensors = layout_;
+          open_->slot = std::move(slot);
+        }
+        copy_in(*open_, *p.samples[p.next]);
+        p.samples[p.next].reset();  // the sample's memory goes now, not when the envelope does
+        ++p.next;
+        if (open_->size == B_) {
+          if (p.next < p.samples.size()) emit_open(out, p.pos, (int64_t)p.next);
+          else emit_open(out, Position{p.pos.epoch, p.pos.index + 1}, 0);
+        }
+      }
+      release_source_items(1);
+      pending_.pop_front();
+    }
+  }
+
+  int64_t B_;
+  bool drop_last_;
+  int64_t slots_;
+  std::vector<std::string> keys_;
+  std::string where_;
+  bool pinned_ = false;
+  std::vector<BatchTensor> layout_;
+  std::shared_ptr<SlotPool> pool_;
+  std::shared_ptr<Batch> open_;
+  std::deque<Pending> pending_;
+  int64_t batch_in_epoch_ = 0;
+  int64_t skip_epoch_ = 0, skip_index_ = 0, skip_left_ = 0;
+};
+
+}  // namespace
+
+void register_batch_stages(StageRegistry& r) {
+  StageSchema s;
+  s.type = "batch";
+  s.group = "batching";
+  s.doc = "packs B samples into contiguous [B,...] float32 tensors in a fixed pool of (pinned) slots";
+  s.input = Kind::Sample;
+  s.output = Kind::Batch;
+  s.serial_only = true;
+  s.requires_from_param = "keys";
+  s.params = {
+      p_pos_int("size", 64, "samples per batch (B)"),
+      p_bool("drop_last", true, "drop the last, partial batch of each epoch"),
+      p_pos_int("slots", 4, "batch slots in the pool: batches in flight between here and the trainer"),
+      p_strings("keys", {"context", "noisy_line", "target_offset"}, "sample tensors to pack, in slot order"),
+  };
+  s.factory = [](const Params& p) { return std::make_unique<BatchStage>(p); };
+  r.add(std::move(s));
+}
+
+}  // namespace sl

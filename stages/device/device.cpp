@@ -1,0 +1,102 @@
+#include "stages/device/device.h"
+
+#include <sstream>
+#include <thread>
+
+#include <oneapi/tbb/version.h>
+#include <rapidjson/rapidjson.h>
+
+#include "graph/error.h"
+
+#ifdef SL_WITH_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#endif
+
+extern "C" char* openblas_get_config(void);
+extern "C" char* openblas_get_corename(void);
+
+namespace sl {
+
+int cuda_device_count(std::string* why) {
+#ifdef SL_WITH_CUDA
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    if (why) {
+      if (e == cudaErrorInsufficientDriver) {
+        int drv = 0;
+        cudaDriverGetVersion(&drv);
+        *why = drv == 0 ? "no NVIDIA driver is loaded on this machine (cudaGetDeviceCount: CUDA driver version is "
+                          "insufficient for CUDA runtime version)"
+                        : "the NVIDIA driver (CUDA " + std::to_string(drv / 1000) + "." + std::to_string(drv % 1000 / 10) +
+                              ") is older than this build's CUDA runtime";
+      } else if (e == cudaErrorNoDevice) {
+        *why = "the driver reports no CUDA device";
+      } else {
+        *why = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(e);
+      }
+    }
+    return 0;
+  }
+  if (n == 0 && why) *why = "the driver reports no CUDA device";
+  return n;
+#else
+  if (why) *why = "this build has no CUDA backend (no CUDA toolkit was found at build time)";
+  return 0;
+#endif
+}
+
+DeviceChoice choose_device(const std::string& requested) {
+  if (requested == "cpu") return {"cpu", "device \"cpu\" requested"};
+  std::string why;
+  int n = cuda_device_count(&why);
+  if (requested == "auto") {
+    if (n > 0) return {"cuda:0", "device auto: using cuda:0"};
+    return {"cpu", "device auto: running on the CPU because " + why};
+  }
+  int idx = 0;
+  if (requested.size() > 5) idx = std::stoi(requested.substr(5));
+  if (n == 0) throw Error("device \"" + requested + "\" requested, but " + why);
+  if (idx >= n) throw Error("device \"" + requested + "\" requested, but only " + std::to_string(n) + " CUDA device(s) exist");
+  return {"cuda:" + std::to_string(idx), "device " + requested + " requested"};
+}
+
+std::string doctor_report() {
+  std::ostringstream o;
+  o << "streamline " << SL_VERSION << "\n";
+  o << "  CPU cores (hardware threads): " << std::thread::hardware_concurrency() << "\n";
+  o << "  oneTBB: " << TBB_VERSION_MAJOR << "." << TBB_VERSION_MINOR << " (interface " << TBB_INTERFACE_VERSION << ")\n";
+  o << "  RapidJSON: " << RAPIDJSON_VERSION_STRING << "\n";
+  o << "  OpenBLAS: " << openblas_get_config() << " (kernels: " << openblas_get_corename() << ")\n";
+#ifdef SL_WITH_CUDA
+  int rt = 0, drv = 0;
+  cudaRuntimeGetVersion(&rt);
+  cudaDriverGetVersion(&drv);
+  o << "  CUDA runtime: " << rt / 1000 << "." << rt % 1000 / 10 << "\n";
+  o << "  CUDA driver: " << (drv ? std::to_string(drv / 1000) + "." + std::to_string(drv % 1000 / 10) : "none loaded") << "\n";
+  o << "  cuBLAS: " << CUBLAS_VER_MAJOR << "." << CUBLAS_VER_MINOR << "." << CUBLAS_VER_PATCH << " (headers)\n";
+#else
+  o << "  CUDA: not in this build\n";
+#endif
+  std::string why;
+  int n = cuda_device_count(&why);
+  o << "  CUDA devices: " << n << (n == 0 ? " -- " + why : "") << "\n";
+#ifdef SL_WITH_CUDA
+  for (int i = 0; i < n; ++i) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+    size_t free_b = 0, total_b = 0;
+    cudaSetDevice(i);
+    cudaMemGetInfo(&free_b, &total_b);
+    o << "    cuda:" << i << " " << p.name << ", compute capability " << p.major << "." << p.minor << ", "
+      << total_b / (1 << 20) << " MiB (" << free_b / (1 << 20) << " MiB free), " << p.multiProcessorCount << " SMs\n";
+  }
+#endif
+  DeviceChoice c = choose_device("auto");
+  o << "  device \"auto\" resolves to: " << c.device << " (" << c.reason << ")\n";
+  return o.str();
+}
+
+}  // namespace sl

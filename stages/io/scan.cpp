@@ -1,0 +1,93 @@
+// scan_dataset: the source. Lists <root>/*.<format> (sorted, so the dataset order is stable),
+// pairs each cloud with <stem>.json, and yields them in a per-epoch order that is a seeded
+// shuffle of (run seed, epoch) -- the same on every machine and at every thread count.
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+
+#include "graph/error.h"
+#include "graph/spec.h"
+#include "graph/stage.h"
+#include "stages/rng.h"
+
+namespace sl {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ScanDataset : public SourceStage {
+ public:
+  explicit ScanDataset(const Params& p)
+      : root_(p.get_string("root")), format_(p.get_string("format")), shuffle_(p.get_bool("shuffle")),
+        limit_(p.get_int("limit")), where_(p.where("root")) {}
+
+  void start(RunContext& ctx) override {
+    seed_ = ctx.seed;
+    std::error_code ec;
+    if (!fs::exists(root_, ec)) fail(where_, "dataset folder '" + root_ + "' does not exist" +
+                                                (root_.find("data/sample") != std::string::npos
+                                                     ? " (create it with: streamline gen-data data/sample)"
+                                                     : ""));
+    if (!fs::is_directory(root_, ec)) fail(where_, "'" + root_ + "' is not a folder");
+    const std::string ext = "." + format_;
+    for (const auto& e : fs::directory_iterator(root_, ec)) {
+      if (e.path().extension() != ext) continue;
+      SceneRef r;
+      r.cloud_path = e.path().string();
+      r.lines_path = (e.path().parent_path() / (e.path().stem().string() + ".json")).string();
+      r.name = e.path().stem().string();
+      refs_.push_back(r);
+    }
+    if (ec) fail(where_, "cannot list '" + root_ + "': " + ec.message());
+    std::sort(refs_.begin(), refs_.end(), [](auto& a, auto& b) { return a.cloud_path < b.cloud_path; });
+    if (limit_ > 0 && (int64_t)refs_.size() > limit_) refs_.resize((size_t)limit_);
+    for (size_t i = 0; i < refs_.size(); ++i) refs_[i].scene_index = (int64_t)i;
+    if (refs_.empty()) fail(where_, "no " + ext + " files in '" + root_ + "'");
+  }
+
+  int64_t epoch_size() override { return (int64_t)refs_.size(); }
+
+  Item make(int64_t epoch, int64_t index, RunContext&) override {
+    if (epoch != order_epoch_) {
+      order_.resize(refs_.size());
+      std::iota(order_.begin(), order_.end(), 0);
+      if (shuffle_) {
+        Rng rng(mix_seed(seed_, 0x5ca4ULL + (uint64_t)epoch));
+        for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
+      }
+      order_epoch_ = epoch;
+    }
+    return std::make_shared<const SceneRef>(refs_[order_[(size_t)index]]);
+  }
+
+ private:
+  std::string root_, format_;
+  bool shuffle_;
+  int64_t limit_;
+  std::string where_;
+  uint64_t seed_ = 0;
+  std::vector<SceneRef> refs_;
+  std::vector<size_t> order_;
+  int64_t order_epoch_ = -1;
+};
+
+}  // namespace
+
+void register_scan_stage(StageRegistry& r) {
+  StageSchema s;
+  s.type = "scan_dataset";
+  s.group = "io";
+  s.doc = "lists <root>/*.pcd (or *.bin) with their <stem>.json lines; a seeded shuffle per epoch";
+  s.input = Kind::None;
+  s.output = Kind::SceneRef;
+  s.params = {
+      p_required_string("root", "dataset folder"),
+      p_string("format", "pcd", "cloud file extension", {"pcd", "bin"}),
+      p_bool("shuffle", true, "shuffle the scene order each epoch (seeded by run seed and epoch)"),
+      p_int("limit", 0, "use at most this many scenes (0: all)", 0),
+  };
+  s.factory = [](const Params& p) { return std::make_unique<ScanDataset>(p); };
+  r.add(std::move(s));
+}
+
+}  // namespace sl

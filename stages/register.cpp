@@ -1,0 +1,16 @@
+// The stages that ship with streamline. Each stage file registers its own schema.
+#include "graph/registry.h"
+
+namespace sl {
+
+void register_scan_stage(StageRegistry& r);
+void register_batch_stages(StageRegistry& r);
+void register_null_sinks(StageRegistry& r);
+
+void register_builtin_stages(StageRegistry& r) {
+  register_scan_stage(r);
+  register_batch_stages(r);
+  register_null_sinks(r);
+}
+
+}  // namespace sl

@@ -1,0 +1,50 @@
+// null_sink: consumes anything and counts it; ends a preprocess-only benchmark pipeline.
+#include <atomic>
+#include <cstdio>
+
+#include "graph/spec.h"
+#include "graph/stage.h"
+#include "stages/batching/batch.h"
+
+namespace sl {
+namespace {
+
+template <Kind K>
+class NullSink : public Stage {
+ public:
+  explicit NullSink(const Params&) {}
+  void process(Item in, const Position&, Emitter&, RunContext&) override {
+    if (auto* b = std::get_if<std::shared_ptr<Batch>>(&in)) samples_ += (*b)->size;
+    else ++samples_;
+  }
+  void finish(RunContext& ctx) override {
+    ctx.add_summary(id + ": consumed " + std::to_string(samples_.load()) + (K == Kind::Batch ? " samples in batches" : " items"));
+  }
+
+ private:
+  std::atomic<int64_t> samples_{0};
+};
+
+template <Kind K>
+void add_sink(StageRegistry& r, const char* type) {
+  StageSchema s;
+  s.type = type;
+  s.group = "util";
+  s.doc = std::string("consumes ") + kind_name(K) + " items and counts them (benchmarks, dry runs)";
+  s.input = K;
+  s.output = Kind::None;
+  s.serial_only = K == Kind::Batch;
+  s.default_threads = "auto";
+  if (K == Kind::Batch) s.default_threads = "1";
+  s.factory = [](const Params& p) { return std::make_unique<NullSink<K>>(p); };
+  r.add(std::move(s));
+}
+
+}  // namespace
+
+void register_null_sinks(StageRegistry& r) {
+  add_sink<Kind::Sample>(r, "null_sink");
+  add_sink<Kind::Batch>(r, "null_batch_sink");
+}
+
+}  // namespace sl
