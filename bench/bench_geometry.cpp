@@ -1,0 +1,112 @@
+// Times the per-line geometry of a sample on a generated scene: crop (grid index vs brute
+// force), resample + gather, resample_polyline + perturb. Prints a markdown table of medians
+// over repetitions and writes it, with the machine, to bench/results/geometry.md.
+//   bench_geometry [reps=15] [out=bench/results/geometry.md]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "data/gen.h"
+#include "graph/atomic_file.h"
+#include "stages/geometry/center.h"
+#include "stages/geometry/crop.h"
+#include "stages/geometry/perturb.h"
+#include "stages/geometry/resample.h"
+
+namespace {
+template <typename Fn>
+double median_us(int reps, Fn fn) {  // median wall time of one call of fn(), microseconds
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const auto a = std::chrono::steady_clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+std::string shell(const char* cmd) {
+  std::string out;
+  if (FILE* p = popen(cmd, "r")) {
+    char buf[256];
+    while (fgets(buf, sizeof buf, p)) out += buf;
+    pclose(p);
+  }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 15;
+  const std::string out_path = argc > 2 ? argv[2] : "bench/results/geometry.md";
+  const sl::GenConfig cfg;
+  const float radius = 2.0f;
+  const int P = 1024, L = 32;
+  const auto sc = sl::generate_scene(cfg, sl::scene_seed(cfg, 0, 0));
+  const size_t n_lines = sc.lines.size();
+
+  std::shared_ptr<const sl::GridIndex> index;
+  const double t_build = median_us(reps, [&] { index = sl::GridIndex::build(sc.cloud, radius); });
+  size_t crop_total = 0;
+  std::vector<std::vector<uint32_t>> crops(n_lines);
+  const double t_crop = median_us(reps, [&] {
+    for (size_t i = 0; i < n_lines; ++i) crops[i] = sl::crop_polyline(sc.cloud, *index, sc.lines[i], radius);
+  }) / n_lines;
+  for (size_t i = 0; i < n_lines; ++i) {
+    if (crops[i] != sl::crop_polyline_reference(sc.cloud, sc.lines[i], radius)) {
+      std::fprintf(stderr, "indexed crop differs from the reference on line %zu\n", i);
+      return 1;
+    }
+    crop_total += crops[i].size();
+  }
+  const double t_ref = median_us(std::max(3, reps / 3), [&] {
+    for (size_t i = 0; i < n_lines; ++i) crops[i] = sl::crop_polyline_reference(sc.cloud, sc.lines[i], radius);
+  }) / n_lines;
+  const double t_resample = median_us(reps, [&] {
+    for (size_t i = 0; i < n_lines; ++i) {
+      const auto pick = sl::resample_indices(crops[i].size(), P, 42 + i);
+      auto ctx = sl::gather_points(sc.cloud, crops[i], pick);
+      if (ctx.data.empty()) std::abort();
+    }
+  }) / n_lines;
+  const double t_center_perturb = median_us(reps, [&] {
+    for (size_t i = 0; i < n_lines; ++i) {
+      sl::Tensor tl = sl::resample_polyline(sc.lines[i], L), noisy, off;
+      sl::Tensor ctx({P, 4});
+      sl::center_sample(sc.lines[i], true, &ctx, {&tl});
+      sl::perturb_line(tl, {}, 7 + i, &noisy, &off);
+    }
+  }) / n_lines;
+
+  char row[512];
+  std::string md = "# Geometry stages, per line\n\n";
+  md += "Machine: " + shell("lscpu | grep 'Model name' | sed 's/Model name: *//'") + ", nproc " + shell("nproc") +
+        ", one thread.\n";
+  std::snprintf(row, sizeof row,
+                "Scene: generated train scene 0 (%zu points, %zu lines, %zu m of line each), crop radius %.1f m, "
+                "mean crop %zu points, P = %d, L = %d; median of %d repetitions.\n\n",
+                sc.cloud.size(), n_lines, (size_t)(2 * cfg.line_half_length), radius, crop_total / n_lines, P, L,
+                reps);
+  md += row;
+  md += "| step | median (us) | ratio |\n|---|---:|---:|\n";
+  std::snprintf(row, sizeof row, "| GridIndex::build (per scene, cell %.1f m) | %.1f | |\n", radius, t_build);
+  md += row;
+  std::snprintf(row, sizeof row, "| crop_polyline (grid index) | %.1f | 1.00 |\n", t_crop);
+  md += row;
+  std::snprintf(row, sizeof row, "| crop_polyline_reference (brute force) | %.1f | %.1fx slower |\n", t_ref, t_ref / t_crop);
+  md += row;
+  std::snprintf(row, sizeof row, "| resample_indices + gather_points | %.1f | |\n", t_resample);
+  md += row;
+  std::snprintf(row, sizeof row, "| resample_polyline + center_sample + perturb_line | %.1f | |\n", t_center_perturb);
+  md += row;
+  std::snprintf(row, sizeof row, "\nPer line (indexed crop + resample + center + perturb): %.1f us -> %.0f lines/s on one core.\n",
+                t_crop + t_resample + t_center_perturb, 1e6 / (t_crop + t_resample + t_center_perturb));
+  md += row;
+  std::fputs(md.c_str(), stdout);
+  sl::write_file_atomic(out_path, md);
+  return 0;
+}

@@ -1,0 +1,105 @@
+#include "stages/geometry/perturb.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "graph/error.h"
+#include "stages/geometry/rng.h"
+
+namespace sl {
+
+Tensor resample_polyline(const std::vector<std::array<float, 3>>& p, int L) {
+  if (L < 2) fail("resample_polyline", "need L >= 2 points, got " + std::to_string(L));
+  if (p.empty()) fail("resample_polyline", "empty polyline");
+  const size_t n = p.size();
+  std::vector<double> cum(n, 0.0);  // cumulative arc length at each vertex
+  for (size_t i = 1; i < n; ++i) {
+    const double dx = (double)p[i][0] - p[i - 1][0], dy = (double)p[i][1] - p[i - 1][1],
+                 dz = (double)p[i][2] - p[i - 1][2];
+    cum[i] = cum[i - 1] + std::sqrt(dx * dx + dy * dy + dz * dz);
+  }
+  const double total = cum.back();
+  Tensor out({L, 3});
+  float* o = out.data.data();
+  size_t seg = 0;
+  for (int k = 0; k < L; ++k, o += 3) {
+    if (total <= 0) {
+      o[0] = p[0][0], o[1] = p[0][1], o[2] = p[0][2];
+      continue;
+    }
+    if (k == L - 1) {  // exactly the last point, not a rounded interpolation of it
+      o[0] = p[n - 1][0], o[1] = p[n - 1][1], o[2] = p[n - 1][2];
+      continue;
+    }
+    const double s = total * k / (L - 1);
+    // Advance to the segment [cum[seg], cum[seg+1]] holding s; zero-length segments have
+    // cum[seg+1] == cum[seg] and are stepped over.
+    while (seg + 2 < n && cum[seg + 1] <= s) ++seg;
+    const double len = cum[seg + 1] - cum[seg];
+    const double t = len > 0 ? std::clamp((s - cum[seg]) / len, 0.0, 1.0) : 0.0;
+    for (int c = 0; c < 3; ++c) o[c] = (float)((double)p[seg][c] + t * ((double)p[seg + 1][c] - p[seg][c]));
+  }
+  return out;
+}
+
+void perturb_line(const Tensor& true_line, const PerturbParams& prm, uint64_t seed, Tensor* noisy,
+                  Tensor* target_offset) {
+  if (true_line.shape.size() != 2 || true_line.shape[1] != 3 || true_line.shape[0] < 2)
+    fail("perturb_line", "true_line must be [L>=2, 3], got " + true_line.shape_str());
+  if (!noisy || !target_offset) fail("perturb_line", "null output tensor");
+  const int64_t L = true_line.shape[0];
+  const float* tl = true_line.data.data();
+  Rng rng(seed);
+  // Draw order is fixed (modes, then shift, then per-point jitter) so a seed means one line.
+  const int K = std::max(prm.smooth_modes, 0);
+  std::vector<double> lat_a(K), lat_phi(K), ver_a(K), ver_phi(K);
+  const double lat_s = K ? prm.lateral_sigma * std::sqrt(2.0 / K) : 0.0;
+  const double ver_s = K ? prm.vertical_sigma * std::sqrt(2.0 / K) : 0.0;
+  for (int k = 0; k < K; ++k) {
+    lat_a[k] = rng.normal() * lat_s, lat_phi[k] = rng.uniform() * 6.283185307179586;
+    ver_a[k] = rng.normal() * ver_s, ver_phi[k] = rng.uniform() * 6.283185307179586;
+  }
+  const double shift_x = rng.normal() * prm.shift_sigma, shift_y = rng.normal() * prm.shift_sigma;
+
+  // Normalized arc length of each point (in xyz); index-based when the line has no length.
+  std::vector<double> t(L, 0.0);
+  for (int64_t i = 1; i < L; ++i) {
+    const float* a = tl + 3 * (i - 1);
+    const float* b = tl + 3 * i;
+    t[i] = t[i - 1] + std::sqrt(double(b[0] - a[0]) * (b[0] - a[0]) + double(b[1] - a[1]) * (b[1] - a[1]) +
+                                double(b[2] - a[2]) * (b[2] - a[2]));
+  }
+  const double total = t[L - 1];
+  for (int64_t i = 0; i < L; ++i) t[i] = total > 0 ? t[i] / total : (double)i / (L - 1);
+
+  noisy->shape = {L, 3};
+  noisy->data.assign(L * 3, 0.f);
+  target_offset->shape = {L, 3};
+  target_offset->data.assign(L * 3, 0.f);
+  double last_nx = 0, last_ny = 1;
+  for (int64_t i = 0; i < L; ++i) {
+    // Local xy direction by central differences (one-sided at the ends); if it vanishes
+    // (repeated points), keep the previous normal so the offset stays continuous.
+    const float* a = tl + 3 * std::max<int64_t>(i - 1, 0);
+    const float* b = tl + 3 * std::min<int64_t>(i + 1, L - 1);
+    const double dx = (double)b[0] - a[0], dy = (double)b[1] - a[1];
+    const double dn = std::sqrt(dx * dx + dy * dy);
+    if (dn > 1e-9) last_nx = -dy / dn, last_ny = dx / dn;
+    double lat = 0, ver = 0;
+    for (int k = 0; k < K; ++k) {
+      lat += lat_a[k] * std::sin((k + 1) * M_PI * t[i] + lat_phi[k]);
+      ver += ver_a[k] * std::sin((k + 1) * M_PI * t[i] + ver_phi[k]);
+    }
+    const double jx = rng.normal() * prm.jitter_sigma, jy = rng.normal() * prm.jitter_sigma,
+                 jz = rng.normal() * prm.jitter_sigma;
+    const float* p = tl + 3 * i;
+    float* q = noisy->data.data() + 3 * i;
+    q[0] = (float)(p[0] + lat * last_nx + jx + shift_x);
+    q[1] = (float)(p[1] + lat * last_ny + jy + shift_y);
+    q[2] = (float)(p[2] + ver + jz);
+    float* d = target_offset->data.data() + 3 * i;
+    for (int c = 0; c < 3; ++c) d[c] = p[c] - q[c];
+  }
+}
+
+}  // namespace sl

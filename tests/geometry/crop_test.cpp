@@ -1,0 +1,125 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "graph/error.h"
+#include "stages/geometry/crop.h"
+#include "stages/geometry/rng.h"
+
+namespace {
+
+sl::PointCloud random_cloud(sl::Rng& rng, size_t n, float extent) {
+  sl::PointCloud c;
+  c.fields = {"x", "y", "z", "intensity"};
+  c.columns.assign(4, std::vector<float>(n));
+  for (size_t i = 0; i < n; ++i) {
+    c.columns[0][i] = (float)rng.uniform(-extent, extent);
+    c.columns[1][i] = (float)rng.uniform(-extent * 0.7, extent * 0.7);
+    c.columns[2][i] = (float)rng.uniform(-2, 2);
+    c.columns[3][i] = (float)rng.uniform(0, 1);
+  }
+  return c;
+}
+
+sl::Polyline random_line(sl::Rng& rng, float extent, int n_pts, bool with_repeats) {
+  sl::Polyline l;
+  std::array<float, 3> p{(float)rng.uniform(-extent, extent), (float)rng.uniform(-extent, extent),
+                         (float)rng.uniform(-1, 1)};
+  for (int i = 0; i < n_pts; ++i) {
+    l.points.push_back(p);
+    if (with_repeats && rng.uniform() < 0.3) l.points.push_back(p);  // zero-length segment
+    // Steps of up to ~8 m: lines cross many cell borders, sometimes leave the cloud.
+    p[0] += (float)rng.uniform(-8, 8), p[1] += (float)rng.uniform(-8, 8), p[2] += (float)rng.uniform(-0.5, 0.5);
+  }
+  return l;
+}
+
+}  // namespace
+
+// Sweeps seeds x radii x cell sizes x z bands, including one-point lines and repeated vertices:
+// the indexed crop must equal the brute-force reference id for id.
+TEST(Crop, IndexedEqualsReferenceOverSeedsRadiiCellsAndZBands) {
+  size_t total_selected = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    sl::Rng rng(seed * 977);
+    const auto cloud = random_cloud(rng, 20000, 30.f);
+    for (float cell : {0.37f, 1.0f, 2.5f}) {
+      const auto index = sl::GridIndex::build(cloud, cell);
+      for (int trial = 0; trial < 8; ++trial) {
+        const float radius = (float)rng.uniform(0.05, 4.0);
+        const int n_pts = trial == 0 ? 1 : 2 + (int)rng.below(8);
+        const auto line = random_line(rng, 25.f, n_pts, trial % 2 == 1);
+        const bool band = trial % 3 == 0;
+        const float zmin = band ? -0.4f : -INFINITY, zmax = band ? 0.7f : INFINITY;
+        const auto fast = sl::crop_polyline(cloud, *index, line, radius, zmin, zmax);
+        const auto ref = sl::crop_polyline_reference(cloud, line, radius, zmin, zmax);
+        ASSERT_EQ(fast, ref) << "seed " << seed << " cell " << cell << " trial " << trial;
+        total_selected += ref.size();
+      }
+    }
+  }
+  // The sweep must actually select points, or the equality above proves nothing.
+  EXPECT_GT(total_selected, 10000u);
+}
+
+TEST(Crop, SelectsExactlyThePointsWithinRadiusOfASegmentNotJustVertices) {
+  sl::PointCloud c;
+  c.fields = {"x", "y", "z"};
+  // Segment from (0,0) to (10,0), radius 1: (5, 0.9) is far from both vertices but near the
+  // segment; (5, 1.1) is out; (11.2, 0) is beyond the end cap; (10.6, 0.6) is inside the cap.
+  c.columns = {{5.f, 5.f, 11.2f, 10.6f, -0.5f, 3.f}, {0.9f, 1.1f, 0.f, 0.6f, -0.5f, -0.95f},
+               {0.f, 0.f, 0.f, 0.f, 0.f, 0.f}};
+  sl::Polyline l;
+  l.points = {{0, 0, 0}, {10, 0, 0}};
+  const auto idx = sl::GridIndex::build(c, 1.f);
+  const std::vector<uint32_t> want{0, 3, 4, 5};
+  EXPECT_EQ(sl::crop_polyline(c, *idx, l, 1.f), want);
+  EXPECT_EQ(sl::crop_polyline_reference(c, l, 1.f), want);
+}
+
+TEST(Crop, ZBandIsRelativeToInterpolatedZOfNearestLinePoint) {
+  sl::PointCloud c;
+  c.fields = {"x", "y", "z"};
+  // The line climbs from z=0 at x=0 to z=10 at x=10; at x=5 the line is at z=5.
+  c.columns = {{5.f, 5.f, 5.f, 5.f}, {0.f, 0.2f, 0.f, 0.f}, {5.2f, 4.9f, 0.f, 5.6f}};
+  sl::Polyline l;
+  l.points = {{0, 0, 0}, {10, 0, 10}};
+  const auto idx = sl::GridIndex::build(c, 0.5f);
+  const std::vector<uint32_t> want{0, 1};  // dz = +0.2, -0.1 kept; -5 and +0.6 dropped
+  EXPECT_EQ(sl::crop_polyline(c, *idx, l, 1.f, -0.3f, 0.5f), want);
+  EXPECT_EQ(sl::crop_polyline_reference(c, l, 1.f, -0.3f, 0.5f), want);
+}
+
+TEST(Crop, NonFinitePointsAreNeverSelectedAndEmptyLineGivesNothing) {
+  sl::PointCloud c;
+  c.fields = {"x", "y", "z"};
+  c.columns = {{0.f, NAN, 0.1f}, {0.f, 0.f, INFINITY}, {0.f, 0.f, 0.f}};
+  sl::Polyline l;
+  l.points = {{0, 0, 0}, {1, 0, 0}};
+  const auto idx = sl::GridIndex::build(c, 1.f);
+  EXPECT_EQ(idx->size(), 1u);
+  EXPECT_EQ(sl::crop_polyline(c, *idx, l, 1.f), std::vector<uint32_t>{0});
+  EXPECT_TRUE(sl::crop_polyline(c, *idx, sl::Polyline{}, 1.f).empty());
+}
+
+TEST(Crop, HugeExtentEnlargesCellsInsteadOfAllocatingBillions) {
+  sl::PointCloud c;
+  c.fields = {"x", "y", "z"};
+  c.columns = {{0.f, 1e6f}, {0.f, 1e6f}, {0.f, 0.f}};
+  const auto idx = sl::GridIndex::build(c, 0.1f);
+  EXPECT_LE((int64_t)idx->nx() * idx->ny(), sl::GridIndex::kMaxCells);
+  EXPECT_GT(idx->cell_size(), 0.1f);
+  sl::Polyline l;
+  l.points = {{1e6f, 1e6f - 0.5f, 0}};
+  EXPECT_EQ(sl::crop_polyline(c, *idx, l, 1.f), std::vector<uint32_t>{1});
+}
+
+TEST(Crop, IndexOfAnotherCloudIsAnError) {
+  sl::Rng rng(3);
+  const auto a = random_cloud(rng, 100, 5.f), b = random_cloud(rng, 101, 5.f);
+  const auto idx = sl::GridIndex::build(a, 1.f);
+  sl::Polyline l;
+  l.points = {{0, 0, 0}, {1, 1, 0}};
+  EXPECT_THROW(sl::crop_polyline(b, *idx, l, 1.f), sl::Error);
+  EXPECT_THROW(sl::GridIndex::build(a, 0.f), sl::Error);
+}

@@ -1,0 +1,113 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "graph/error.h"
+#include "stages/geometry/perturb.h"
+#include "stages/geometry/rng.h"
+
+namespace {
+// Arc-length coordinate of a point known to lie on the polyline: nearest segment, projected.
+double arc_coord(const std::vector<std::array<float, 3>>& p, const float* q) {
+  double best = 1e30, best_s = 0, cum = 0;
+  for (size_t i = 0; i + 1 < p.size(); ++i) {
+    double d[3], e[3], len2 = 0, dot = 0;
+    for (int c = 0; c < 3; ++c) d[c] = (double)p[i + 1][c] - p[i][c], e[c] = (double)q[c] - p[i][c];
+    for (int c = 0; c < 3; ++c) len2 += d[c] * d[c], dot += d[c] * e[c];
+    const double t = len2 > 0 ? std::clamp(dot / len2, 0.0, 1.0) : 0.0;
+    double dist2 = 0;
+    for (int c = 0; c < 3; ++c) dist2 += (e[c] - t * d[c]) * (e[c] - t * d[c]);
+    if (dist2 < best) best = dist2, best_s = cum + t * std::sqrt(len2);
+    cum += std::sqrt(len2);
+  }
+  return best_s;
+}
+}  // namespace
+
+TEST(Perturb, ResampledPointsAreEquallySpacedByArcLengthWithRepeatedVertices) {
+  // A bent 3D line with repeated vertices and uneven vertex spacing. Total length 5+1+3+sqrt(2).
+  std::vector<std::array<float, 3>> p{{0, 0, 0}, {3, 4, 0}, {3, 4, 0}, {3, 4, 1}, {3, 4, 1},
+                                      {6, 4, 1}, {7, 5, 1}};
+  const double total = 5 + 1 + 3 + std::sqrt(2.0);
+  for (int L : {2, 3, 7, 32, 100}) {
+    const auto t = sl::resample_polyline(p, L);
+    ASSERT_EQ(t.shape, (std::vector<int64_t>{L, 3}));
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_EQ(t.data[c], p.front()[c]);               // first point kept exactly
+      EXPECT_EQ(t.data[3 * (L - 1) + c], p.back()[c]);  // last point kept exactly
+    }
+    // Tolerance: 1e-5 m on a ~10 m line (float rounding of the coordinates, ~1 ulp at 8).
+    for (int k = 0; k < L; ++k)
+      EXPECT_NEAR(arc_coord(p, &t.data[3 * k]), total * k / (L - 1), 1e-5) << "L " << L << " k " << k;
+  }
+}
+
+TEST(Perturb, ZeroLengthOrSinglePointLineGivesCopiesAndBadLIsAnError) {
+  const auto t = sl::resample_polyline(std::vector<std::array<float, 3>>{{1, 2, 3}, {1, 2, 3}}, 4);
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(t.data[3 * k + 1], 2.f);
+  EXPECT_THROW(sl::resample_polyline(std::vector<std::array<float, 3>>{{1, 2, 3}}, 1), sl::Error);
+  EXPECT_THROW(sl::resample_polyline(std::vector<std::array<float, 3>>{}, 8), sl::Error);
+}
+
+TEST(Perturb, TargetIsExactlyTrueMinusNoisyAndSeedReproducible) {
+  sl::Rng rng(11);
+  std::vector<std::array<float, 3>> p;
+  for (int i = 0; i < 6; ++i) p.push_back({(float)rng.uniform(-50, 50), (float)rng.uniform(-50, 50), (float)rng.uniform(-2, 2)});
+  const auto tl = sl::resample_polyline(p, 32);
+  sl::Tensor noisy, off, noisy2, off2, noisy3, off3;
+  sl::perturb_line(tl, {}, 123, &noisy, &off);
+  sl::perturb_line(tl, {}, 123, &noisy2, &off2);
+  sl::perturb_line(tl, {}, 124, &noisy3, &off3);
+  ASSERT_EQ(noisy.shape, (std::vector<int64_t>{32, 3}));
+  for (size_t i = 0; i < tl.data.size(); ++i) EXPECT_EQ(off.data[i], tl.data[i] - noisy.data[i]);
+  EXPECT_EQ(noisy.data, noisy2.data);
+  EXPECT_EQ(off.data, off2.data);
+  EXPECT_NE(noisy.data, noisy3.data);
+  // The noise is not zero: the mean |offset| is of the order of the sigmas (~0.3 m).
+  double m = 0;
+  for (float v : off.data) m += std::fabs(v);
+  EXPECT_GT(m / off.data.size(), 0.01);
+}
+
+// Over many seeds, on a straight line along +x (normal = +y): the offset's per-axis variance
+// is y: lateral^2 + jitter^2 + shift^2, x: jitter^2 + shift^2, z: vertical^2 + jitter^2.
+TEST(Perturb, OffsetStatisticsMatchSigmasOverManySeeds) {
+  const sl::PerturbParams prm;  // 0.3, 0.05, 0.03, 3 modes, 0.2
+  const auto tl = sl::resample_polyline(std::vector<std::array<float, 3>>{{0, 0, 0}, {20, 0, 0}}, 32);
+  double s2[3] = {0, 0, 0}, mean[3] = {0, 0, 0};
+  const int seeds = 4000;
+  for (int s = 0; s < seeds; ++s) {
+    sl::Tensor noisy, off;
+    sl::perturb_line(tl, prm, 1000 + s, &noisy, &off);
+    for (int i = 0; i < 32; ++i)
+      for (int c = 0; c < 3; ++c) s2[c] += off.data[3 * i + c] * off.data[3 * i + c], mean[c] += off.data[3 * i + c];
+  }
+  const double n = seeds * 32.0;
+  const double j2 = prm.jitter_sigma * prm.jitter_sigma, sh2 = prm.shift_sigma * prm.shift_sigma;
+  const double want[3] = {j2 + sh2, prm.lateral_sigma * prm.lateral_sigma + j2 + sh2,
+                          prm.vertical_sigma * prm.vertical_sigma + j2};
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_NEAR(s2[c] / n, want[c], 0.08 * want[c]) << "axis " << c;  // within 8%
+    EXPECT_NEAR(mean[c] / n, 0.0, 0.05 * std::sqrt(want[c])) << "axis " << c;  // unbiased
+  }
+}
+
+// The smooth part must be smooth: neighbouring noisy points differ far less than the offsets.
+TEST(Perturb, LateralOffsetIsLowFrequency) {
+  sl::PerturbParams prm;
+  prm.jitter_sigma = 0, prm.shift_sigma = 0, prm.vertical_sigma = 0;
+  const auto tl = sl::resample_polyline(std::vector<std::array<float, 3>>{{0, 0, 0}, {0, 30, 0}}, 64);
+  double step = 0, mag = 0;
+  for (int s = 0; s < 200; ++s) {
+    sl::Tensor noisy, off;
+    sl::perturb_line(tl, prm, s, &noisy, &off);
+    for (int i = 0; i < 64; ++i) {
+      // The line runs along +y, so the normal (-dy, dx) is -x: all offset is in x.
+      EXPECT_EQ(off.data[3 * i + 1], 0.f);
+      mag += std::fabs(off.data[3 * i]);
+      if (i) step += std::fabs(off.data[3 * i] - off.data[3 * (i - 1)]);
+    }
+  }
+  EXPECT_LT(step / 63, 0.15 * mag / 64);
+}
