@@ -329,6 +329,10 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
       rt.sequencer = std::make_unique<sequencer_node<Envelope>>(g, [](const Envelope& e) { return (size_t)e.seq; });
     StageNode* node = rt.node.get();
     rt.stage->release_source_items = [&run](int64_t n) { run.release(n); };
+    rt.stage->reject = [&run, &rt](const std::string& item, const std::string& why) {
+      if (rt.spec->policy == ErrorPolicy::Skip) run.record_skip(rt, item, why);
+      else run.record_failure(rt.spec->id, item + ": " + why);
+    };
     rt.stage->wake = [&run, node] {
       if (run.accepting) node->try_put(Envelope{Envelope::Type::Wake});
     };

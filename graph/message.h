@@ -58,8 +58,6 @@ struct Scene {
   PointCloud cloud;  // x, y, z, intensity
   std::vector<Polyline> lines;
   int64_t dropped_invalid = 0;  // NaN points dropped while decoding
-  // Spatial index over the cloud, built once per scene and shared by all of its lines.
-  std::shared_ptr<const void> index;
   size_t bytes() const;
 };
 
@@ -67,7 +65,8 @@ struct Sample {
   std::shared_ptr<const Scene> scene;
   int64_t scene_index = 0, line_index = 0, epoch = 0;
   uint64_t seed = 0;                    // RNG seed of every random choice for this sample
-  std::map<std::string, Tensor> tensors;  // "points", "context", "noisy_line", "target_offset", ...
+  std::map<std::string, Tensor> tensors;  // "context", "line", "noisy_line", "target_offset", ...
+  std::vector<uint32_t> indices;          // key "points": the scene points a crop selected
   std::string describe() const;         // "scene_0003 line 2 (epoch 1)" for error reports
   Tensor& at(const std::string& key);
   const Tensor& at(const std::string& key) const;

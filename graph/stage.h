@@ -77,6 +77,10 @@ class Stage {
   // Set by the engine before start().
   std::function<void(int64_t)> release_source_items = [](int64_t) {};
   std::function<void()> wake = [] {};  // posts a Wake to this (serial) stage: on_wake() runs
+  // One output of a fan-out is bad (e.g. a line with too few points): applies the stage's
+  // error policy to it alone -- skip: recorded and counted; fail: the run stops.
+  std::function<void(const std::string& item, const std::string& reason)> reject =
+      [](const std::string&, const std::string&) {};
   std::string id;
 };
 

@@ -8,7 +8,7 @@
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/rng.h"
+#include "stages/geometry/rng.h"
 
 namespace sl {
 namespace {

@@ -1,0 +1,243 @@
+// Per-line stages: crop_polyline (Scene -> one Sample per line), resample, center, perturb_line.
+// Thin adapters: the geometry lives in crop/resample/center/perturb.{h,cpp}, tested alone.
+//
+// Sample keys: crop makes "points" (indices of the cropped scene points) and "line" (the true
+// polyline's vertices [M,3]); resample turns "points" into "context" [P,4]; center moves
+// "context" and every line tensor into the line's frame and records "frame"; perturb_line makes
+// "true_line", "noisy_line" and "target_offset" [L,3] from "line".
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <mutex>
+
+#include "graph/error.h"
+#include "graph/spec.h"
+#include "graph/stage.h"
+#include "stages/geometry/center.h"
+#include "stages/geometry/crop.h"
+#include "stages/geometry/perturb.h"
+#include "stages/geometry/resample.h"
+
+namespace sl {
+namespace {
+
+Tensor line_tensor(const Polyline& l) {
+  Tensor t({(int64_t)l.points.size(), 3});
+  for (size_t i = 0; i < l.points.size(); ++i)
+    for (int c = 0; c < 3; ++c) t.data[i * 3 + c] = l.points[i][c];
+  return t;
+}
+
+// The grid index of a scene, built once and shared by all of its lines (and by every epoch
+// while the scene stays in the scene cache): keyed by the Scene object itself.
+class IndexCache {
+ public:
+  std::shared_ptr<const GridIndex> get(const std::shared_ptr<const Scene>& scene, float cell) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      if (it->first.expired()) it = entries_.erase(it);
+      else ++it;
+    }
+    for (auto& [w, idx] : entries_)
+      if (w.lock() == scene) return idx;
+    auto idx = GridIndex::build(scene->cloud, cell);
+    entries_.emplace_back(scene, idx);
+    return idx;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<std::weak_ptr<const Scene>, std::shared_ptr<const GridIndex>>> entries_;
+};
+
+class CropPolyline : public Stage {
+ public:
+  explicit CropPolyline(const Params& p)
+      : radius_((float)p.get_float("radius")), z_min_((float)p.get_float("z_min")), z_max_((float)p.get_float("z_max")),
+        min_points_(p.get_int("min_points")), cell_((float)p.get_float("cell")) {
+    if (z_min_ > z_max_) fail(p.where("z_min"), "must not exceed z_max");
+    if (cell_ <= 0) cell_ = radius_;
+  }
+  void process(Item in, const Position& pos, Emitter& out, RunContext& ctx) override {
+    auto scene = std::get<std::shared_ptr<const Scene>>(in);
+    auto index = cache_.get(scene, cell_);
+    for (size_t l = 0; l < scene->lines.size(); ++l) {
+      const Polyline& line = scene->lines[l];
+      auto s = std::make_shared<Sample>();
+      s->scene = scene;
+      s->scene_index = scene->ref.scene_index;
+      s->line_index = (int64_t)l;
+      s->epoch = pos.epoch;
+      s->seed = sample_seed(ctx.seed, pos.epoch, s->scene_index, s->line_index);
+      s->indices = crop_polyline(scene->cloud, *index, line, radius_, z_min_, z_max_);
+      if ((int64_t)s->indices.size() < min_points_) {
+        // A line with too few points near it follows this stage's policy, like a bad file:
+        // recorded per line, without losing the other lines of the scene.
+        char why[160];
+        std::snprintf(why, sizeof why, "%zu points within %.2f m of the line (min_points %lld)", s->indices.size(),
+                      radius_, (long long)min_points_);
+        reject(s->describe(), why);
+        continue;
+      }
+      s->tensors["line"] = line_tensor(line);
+      out.emit(std::move(s));
+    }
+  }
+
+ private:
+  float radius_, z_min_, z_max_;
+  int64_t min_points_;
+  float cell_;
+  IndexCache cache_;
+};
+
+class Resample : public Stage {
+ public:
+  explicit Resample(const Params& p) : P_(p.get_int("points")) {}
+  void process(Item in, const Position&, Emitter& out, RunContext&) override {
+    auto s = std::get<std::shared_ptr<Sample>>(in);
+    if (!s->scene) throw Error(s->describe() + ": resample needs the scene the crop came from");
+    if (s->indices.empty()) throw Error(s->describe() + ": the crop is empty");
+    auto pick = resample_indices(s->indices.size(), (size_t)P_, mix_seed(s->seed, 1));
+    s->tensors["context"] = gather_points(s->scene->cloud, s->indices, pick);
+    s->indices.clear();
+    s->indices.shrink_to_fit();
+    out.emit(std::move(s));
+  }
+
+ private:
+  int64_t P_;
+};
+
+class Center : public Stage {
+ public:
+  explicit Center(const Params& p) : rotate_(p.get_bool("rotate")) {}
+  void process(Item in, const Position&, Emitter& out, RunContext&) override {
+    auto s = std::get<std::shared_ptr<Sample>>(in);
+    const Tensor& line = s->at("line");
+    Polyline pl;
+    for (int64_t i = 0; i < line.shape[0]; ++i)
+      pl.points.push_back({line.data[i * 3], line.data[i * 3 + 1], line.data[i * 3 + 2]});
+    std::vector<Tensor*> lines;
+    for (const char* k : {"line", "true_line", "noisy_line"})
+      if (s->tensors.count(k)) lines.push_back(&s->tensors[k]);
+    Frame f = center_sample(pl, rotate_, &s->at("context"), lines);
+    if (s->tensors.count("target_offset")) {  // offsets rotate, they do not move
+      Tensor& t = s->tensors["target_offset"];
+      for (int64_t i = 0; i < t.shape[0]; ++i) {
+        auto v = f.offset_to_local({t.data[i * 3], t.data[i * 3 + 1], t.data[i * 3 + 2]});
+        for (int c = 0; c < 3; ++c) t.data[i * 3 + c] = v[c];
+      }
+    }
+    Tensor fr({5});
+    fr.data = {f.origin[0], f.origin[1], f.origin[2], f.cos_yaw, f.sin_yaw};
+    s->tensors["frame"] = fr;
+    out.emit(std::move(s));
+  }
+
+ private:
+  bool rotate_;
+};
+
+class PerturbLine : public Stage {
+ public:
+  explicit PerturbLine(const Params& p) : L_((int)p.get_int("points")) {
+    prm_.lateral_sigma = (float)p.get_float("lateral_sigma");
+    prm_.vertical_sigma = (float)p.get_float("vertical_sigma");
+    prm_.jitter_sigma = (float)p.get_float("jitter_sigma");
+    prm_.shift_sigma = (float)p.get_float("shift_sigma");
+    prm_.smooth_modes = (int)p.get_int("smooth_modes");
+  }
+  void process(Item in, const Position&, Emitter& out, RunContext&) override {
+    auto s = std::get<std::shared_ptr<Sample>>(in);
+    const Tensor& line = s->at("line");
+    std::vector<std::array<float, 3>> pts((size_t)line.shape[0]);
+    for (size_t i = 0; i < pts.size(); ++i) pts[i] = {line.data[i * 3], line.data[i * 3 + 1], line.data[i * 3 + 2]};
+    Tensor truth = resample_polyline(pts, L_);
+    Tensor noisy, target;
+    perturb_line(truth, prm_, mix_seed(s->seed, 2), &noisy, &target);
+    s->tensors["true_line"] = std::move(truth);
+    s->tensors["noisy_line"] = std::move(noisy);
+    s->tensors["target_offset"] = std::move(target);
+    out.emit(std::move(s));
+  }
+
+ private:
+  int L_;
+  PerturbParams prm_;
+};
+
+}  // namespace
+
+void register_geometry_stages(StageRegistry& r) {
+  {
+    StageSchema s;
+    s.type = "crop_polyline";
+    s.group = "geometry";
+    s.doc = "one sample per line: the scene points within a horizontal radius of the polyline (grid index per scene)";
+    s.input = Kind::Scene;
+    s.output = Kind::Sample;
+    s.fan_out = true;
+    s.produces_keys = {"points", "line"};
+    s.default_threads = "auto";
+    s.default_policy = ErrorPolicy::Skip;
+    s.params = {
+        p_pos_float("radius", 2.0, "horizontal distance to the polyline, metres"),
+        p_float("z_min", -1e9, "lowest z offset from the line kept, metres"),
+        p_float("z_max", 1e9, "highest z offset from the line kept, metres"),
+        p_int("min_points", 32, "lines with fewer cropped points are dropped (counted)", 1),
+        p_float("cell", 0, "grid cell size of the scene index, metres (0: the radius)", 0),
+    };
+    s.factory = [](const Params& p) { return std::make_unique<CropPolyline>(p); };
+    r.add(std::move(s));
+  }
+  {
+    StageSchema s;
+    s.type = "resample";
+    s.group = "geometry";
+    s.doc = "exactly P points per sample: without replacement when the crop has more, with replacement when fewer";
+    s.input = s.output = Kind::Sample;
+    s.requires_keys = {"points"};
+    s.produces_keys = {"context"};
+    s.removes_keys = {"points"};
+    s.default_threads = "auto";
+    s.params = {p_pos_int("points", 1024, "points per sample (P)")};
+    s.factory = [](const Params& p) { return std::make_unique<Resample>(p); };
+    r.add(std::move(s));
+  }
+  {
+    StageSchema s;
+    s.type = "center";
+    s.group = "geometry";
+    s.doc = "moves context and lines into the line's frame (origin: arc-length centroid; optional yaw)";
+    s.input = s.output = Kind::Sample;
+    s.requires_keys = {"context", "line"};
+    s.produces_keys = {"frame"};
+    s.default_threads = "auto";
+    s.params = {p_bool("rotate", false, "also rotate about z so x runs from the first to the last line point")};
+    s.factory = [](const Params& p) { return std::make_unique<Center>(p); };
+    r.add(std::move(s));
+  }
+  {
+    StageSchema s;
+    s.type = "perturb_line";
+    s.group = "geometry";
+    s.doc = "true line resampled to L points by arc length; noisy = true + smooth offsets + jitter; target = true - noisy";
+    s.input = s.output = Kind::Sample;
+    s.requires_keys = {"line"};
+    s.produces_keys = {"true_line", "noisy_line", "target_offset"};
+    s.default_threads = "auto";
+    s.params = {
+        p_pos_int("points", 32, "line points (L)"),
+        p_float("lateral_sigma", 0.3, "std of the smooth sideways offset, metres", 0),
+        p_float("vertical_sigma", 0.05, "std of the smooth vertical offset, metres", 0),
+        p_float("jitter_sigma", 0.03, "std of the per-point jitter, metres", 0),
+        p_float("shift_sigma", 0.2, "std of the global xy shift, metres", 0),
+        p_int("smooth_modes", 3, "low-frequency sine modes of the smooth offset", 1, 16),
+    };
+    s.factory = [](const Params& p) { return std::make_unique<PerturbLine>(p); };
+    r.add(std::move(s));
+  }
+}
+
+}  // namespace sl
