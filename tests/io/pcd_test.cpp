@@ -305,7 +305,7 @@ TEST(PcdRead, PaddingFieldsInBinaryAndLeftOutOfCompressedAndAscii) {
 
 // ---- LZF -----------------------------------------------------------------------------------
 
-TEST(Lzf, RoundTripOfRandomRepetitiveAndEmptyInputs) {
+TEST(PcdLzf, RoundTripOfRandomRepetitiveAndEmptyInputs) {
   std::mt19937 rng(1);
   for (size_t n : {size_t(0), size_t(1), size_t(2), size_t(3), size_t(100), size_t(70000)}) {
     for (int kind = 0; kind < 3; ++kind) {
@@ -325,7 +325,7 @@ TEST(Lzf, RoundTripOfRandomRepetitiveAndEmptyInputs) {
   }
 }
 
-TEST(Lzf, MalformedStreamsThrowWithoutOutOfBoundsAccess) {
+TEST(PcdLzf, MalformedStreamsThrowWithoutOutOfBoundsAccess) {
   uint8_t out[16];
   auto throws = [&](std::vector<uint8_t> in, size_t cap, const char* why) {
     std::unique_ptr<uint8_t[]> exact(new uint8_t[in.size()]);
