@@ -397,6 +397,7 @@ BinaryBody locate_compressed(const PcdHeader& h, const char* data, size_t size, 
   size_t packed = 0;
   for (size_t f = 0; f < h.fields.size(); ++f)
     if (h.fields[f] != "_") packed += field_bytes(h, f);
+  if (packed == 0) fail(path, "binary_compressed file has only padding fields \"_\"");
   size_t avail = size - h.data_offset;
   if (avail < 8) {
     if (n == 0) return b;

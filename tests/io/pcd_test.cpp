@@ -471,8 +471,17 @@ TEST(PcdBad, HugeDimensionsAreRejectedBeforeAnyAllocation) {
           << m;
     }
   }
-  expect_error(tmp.write("o.pcd", header("x", "4", "F", "", 4611686018427387904, 4, "binary")),
-               "WIDTH * HEIGHT overflows");
+  std::string o = header("x", "4", "F", "", 4611686018427387904, 1, "binary");
+  o.replace(o.find("HEIGHT 1"), 8, "HEIGHT 4");
+  expect_error(tmp.write("o.pcd", o), "WIDTH * HEIGHT overflows");
+}
+
+TEST(PcdBad, CompressedFileOfOnlyPaddingFields) {
+  TempDir tmp;
+  PcdReadOptions opt;
+  opt.fields = {};
+  expect_error(tmp.write("pad.pcd", header("_", "4", "F", "", 2, 1, "binary_compressed") + std::string(8, '\0')),
+               "only padding fields", opt);
 }
 
 TEST(PcdBad, MaxPointsLimit) {
