@@ -165,7 +165,10 @@ TEST(PcdRead, OrganizedCloudWithNanDropsInvalidPointsInEveryMode) {
   std::string bin, asc, cols;
   for (auto& p : pts) {
     for (float v : p) put(bin, v);
-    for (int k = 0; k < 4; ++k) asc += (k ? " " : "") + (std::isnan(p[k]) ? std::string("nan") : std::isinf(p[k]) ? std::string("inf") : std::to_string(p[k]));
+    for (int k = 0; k < 4; ++k) {
+      if (k) asc += ' ';
+      asc += std::isnan(p[k]) ? std::string("nan") : std::isinf(p[k]) ? std::string("inf") : std::to_string(p[k]);
+    }
     asc += "\n";
   }
   for (int k = 0; k < 4; ++k)
