@@ -1,0 +1,192 @@
+#include "stages/io/inspect.h"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+
+#include "graph/error.h"
+#include "stages/io/kitti.h"
+#include "stages/io/lines_json.h"
+#include "stages/io/mapped_file.h"
+#include "stages/io/pcd.h"
+
+namespace sl {
+
+namespace {
+
+FieldStats stats_of(const std::string& name, const float* v, size_t n) {
+  FieldStats s;
+  s.name = name;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo, sum = 0;
+  int64_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(v[i])) {
+      ++s.nan_count;
+      continue;
+    }
+    lo = std::min(lo, double(v[i]));
+    hi = std::max(hi, double(v[i]));
+    sum += v[i];
+    ++count;
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  s.min = count ? lo : nan;
+  s.max = count ? hi : nan;
+  s.mean = count ? sum / double(count) : nan;
+  return s;
+}
+
+void add_cloud_stats(InspectReport& r, const PointCloud& c) {
+  r.points = int64_t(c.size());
+  for (size_t f = 0; f < c.fields.size(); ++f) r.fields.push_back(stats_of(c.fields[f], c.columns[f].data(), c.size()));
+}
+
+template <class T>
+std::string join(const std::vector<T>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ' ';
+    if constexpr (std::is_same_v<T, std::string>) s += v[i];
+    else if constexpr (std::is_same_v<T, char>) s += v[i];
+    else s += std::to_string(v[i]);
+  }
+  return s;
+}
+
+std::string num(double v) {
+  if (std::isnan(v)) return "nan";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
+
+InspectReport inspect_file(const std::string& path) {
+  InspectReport r;
+  r.path = path;
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (char& ch : ext) ch = char(std::tolower((unsigned char)ch));
+  if (ext == ".pcd") {
+    r.format = "pcd";
+    MappedFile f(path);
+    PcdHeader h = parse_pcd_header(f.data(), f.size(), path);
+    r.header = {{"VERSION", h.version},         {"FIELDS", join(h.fields)},
+                {"SIZE", join(h.sizes)},        {"TYPE", join(h.types)},
+                {"COUNT", join(h.counts)},      {"WIDTH", std::to_string(h.width)},
+                {"HEIGHT", std::to_string(h.height)}, {"VIEWPOINT", h.viewpoint},
+                {"POINTS", std::to_string(h.points)}, {"DATA", h.data}};
+    PcdReadOptions opt;
+    opt.fields.clear();
+    opt.drop_nan = false;  // inspect counts invalid points instead of hiding them
+    for (size_t i = 0; i < h.fields.size(); ++i) {
+      if (h.fields[i] == "_") continue;
+      if (h.counts[i] == 1) {
+        opt.fields.push_back(h.fields[i]);
+      } else {
+        for (int k = 0; k < h.counts[i]; ++k) opt.fields.push_back(h.fields[i] + "[" + std::to_string(k) + "]");
+      }
+    }
+    add_cloud_stats(r, parse_pcd(f.data(), f.size(), path, opt));
+  } else if (ext == ".bin") {
+    r.format = "kitti_bin";
+    PointCloud c = read_kitti_bin(path, /*drop_nan=*/false);
+    r.header = {{"layout", "N x 4 float32 (x y z intensity)"}};
+    add_cloud_stats(r, c);
+  } else if (ext == ".json") {
+    r.format = "lines_json";
+    LinesFile lf = read_lines_json(path);
+    r.header = {{"frame", lf.frame}};
+    r.lines = int64_t(lf.lines.size());
+    std::vector<float> xyz[3];
+    for (const auto& l : lf.lines) {
+      ++r.categories[l.category];
+      for (const auto& p : l.points)
+        for (int k = 0; k < 3; ++k) xyz[k].push_back(p[k]);
+    }
+    r.points = int64_t(xyz[0].size());
+    const char* names[3] = {"x", "y", "z"};
+    for (int k = 0; k < 3; ++k) r.fields.push_back(stats_of(names[k], xyz[k].data(), xyz[k].size()));
+  } else {
+    fail(path, "unknown file type '" + ext + "' (expected .pcd, .bin or .json)");
+  }
+  return r;
+}
+
+std::string to_text(const InspectReport& r) {
+  std::string s = r.path + " (" + r.format + ")\n";
+  for (const auto& [k, v] : r.header) s += "  " + k + ": " + v + "\n";
+  s += "  points: " + std::to_string(r.points) + "\n";
+  if (r.format == "lines_json") {
+    s += "  lines: " + std::to_string(r.lines) + "\n";
+    for (const auto& [cat, n] : r.categories) s += "    " + cat + ": " + std::to_string(n) + "\n";
+  }
+  if (!r.fields.empty()) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  %-16s %14s %14s %14s %10s\n", "field", "min", "max", "mean", "nan");
+    s += buf;
+    for (const auto& f : r.fields) {
+      std::snprintf(buf, sizeof buf, "  %-16s %14s %14s %14s %10lld\n", f.name.c_str(), num(f.min).c_str(),
+                    num(f.max).c_str(), num(f.mean).c_str(), (long long)f.nan_count);
+      s += buf;
+    }
+  }
+  return s;
+}
+
+std::string to_json(const InspectReport& r) {
+  rapidjson::StringBuffer sb;
+  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+  auto number = [&](double v) {
+    if (std::isfinite(v)) w.Double(v);
+    else w.Null();  // JSON has no NaN/Inf
+  };
+  w.StartObject();
+  w.Key("path");
+  w.String(r.path.c_str(), rapidjson::SizeType(r.path.size()));
+  w.Key("format");
+  w.String(r.format.c_str(), rapidjson::SizeType(r.format.size()));
+  w.Key("header");
+  w.StartObject();
+  for (const auto& [k, v] : r.header) {
+    w.Key(k.c_str(), rapidjson::SizeType(k.size()));
+    w.String(v.c_str(), rapidjson::SizeType(v.size()));
+  }
+  w.EndObject();
+  w.Key("points");
+  w.Int64(r.points);
+  w.Key("fields");
+  w.StartArray();
+  for (const auto& f : r.fields) {
+    w.StartObject();
+    w.Key("name");
+    w.String(f.name.c_str(), rapidjson::SizeType(f.name.size()));
+    w.Key("min");
+    number(f.min);
+    w.Key("max");
+    number(f.max);
+    w.Key("mean");
+    number(f.mean);
+    w.Key("nan_count");
+    w.Int64(f.nan_count);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("lines");
+  w.Int64(r.lines);
+  w.Key("categories");
+  w.StartObject();
+  for (const auto& [k, v] : r.categories) {
+    w.Key(k.c_str(), rapidjson::SizeType(k.size()));
+    w.Int64(v);
+  }
+  w.EndObject();
+  w.EndObject();
+  return std::string(sb.GetString(), sb.GetSize());
+}
+
+}  // namespace sl
