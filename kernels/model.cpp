@@ -280,6 +280,11 @@ const float* LineRefiner::last_prediction() const {
   return ws_->reg_act.back().data();
 }
 
+int64_t LineRefiner::last_compact_rows() const {
+  if (!ws_ || ws_->B < 0) fail("LineRefiner", "no forward_backward has run yet");
+  return ws_->sample_rows[ws_->B];
+}
+
 void LineRefiner::forward(const float* context, const float* noisy_line, int B, int P, int L,
                           float* pred_offset) {
   run_forward(context, noisy_line, B, P, L);

@@ -58,6 +58,9 @@ class LineRefiner {
                float* pred_offset);
   // The prediction of the last forward/forward_backward call, [B,L,out].
   const float* last_prediction() const;
+  // Rows of the encoder input that received gradient in the last forward_backward (the
+  // distinct argmax rows of active channels); the dense encoder backward would use B*P.
+  int64_t last_compact_rows() const;
 
   const std::vector<ParamInfo>& params() const { return table_; }
   const ParamInfo& param(const std::string& name) const;  // throws sl::Error if unknown
