@@ -1,0 +1,55 @@
+#!/usr/bin/python3
+"""The LineRefiner in PyTorch (same state_dict names), trained on the CPU: prints samples/s.
+Usage: /usr/bin/python3 bench/pytorch_train_cpu.py [steps=10] [threads=2]"""
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+
+
+class LineRefiner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Conv1d(4, 64, 1), nn.ReLU(), nn.Conv1d(64, 128, 1), nn.ReLU(),
+                                     nn.Conv1d(128, 512, 1), nn.ReLU())
+        self.line_mlp = nn.Sequential(nn.Conv1d(3, 64, 1), nn.ReLU(), nn.Conv1d(64, 128, 1), nn.ReLU())
+        self.regressor = nn.Sequential(nn.Conv1d(640, 256, 1), nn.ReLU(), nn.Conv1d(256, 128, 1), nn.ReLU(),
+                                       nn.Conv1d(128, 3, 1))
+
+    def forward(self, context, noisy_line):  # [B,P,4], [B,L,3] -> [B,L,3]
+        g = self.encoder(context.transpose(1, 2)).max(dim=2)[0]  # [B,512]
+        f = self.line_mlp(noisy_line.transpose(1, 2))  # [B,128,L]
+        x = torch.cat([g.unsqueeze(2).expand(-1, -1, f.shape[2]), f], dim=1)
+        return self.regressor(x).transpose(1, 2)
+
+
+def main():
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    threads = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    B, P, L = 64, 1024, 32
+    model = LineRefiner()
+    assert sum(p.numel() for p in model.parameters()) == 280643
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    ctx = torch.rand(B, P, 4) * 2 - 1
+    line = torch.rand(B, L, 3) * 2 - 1
+    tgt = (torch.rand(B, L, 3) * 2 - 1) * 0.1
+    times = []
+    for s in range(steps + 3):
+        t = time.perf_counter()
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(ctx, line), tgt)
+        loss.backward()
+        opt.step()
+        if s >= 3:
+            times.append(time.perf_counter() - t)
+    step = statistics.median(times)
+    print(f"PyTorch {torch.__version__} CPU, {threads} threads: step {step * 1e3:.1f} ms, "
+          f"{B / step:.1f} samples/s (median of {steps})")
+
+
+if __name__ == "__main__":
+    main()

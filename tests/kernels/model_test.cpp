@@ -1,0 +1,194 @@
+#include <gtest/gtest.h>
+#include <tbb/global_control.h>
+
+#include <cstring>
+
+#include "graph/error.h"
+#include "kernels/adam.h"
+#include "kernels/model.h"
+#include "tests/kernels/test_util.h"
+
+namespace sl {
+namespace {
+
+using test::numeric_grad;
+using test::random_vec;
+using test::rel_err;
+
+ModelConfig tiny() {
+  ModelConfig c;
+  c.encoder = {8, 8, 16};
+  c.line_mlp = {8, 8};
+  c.regressor = {8, 8};
+  return c;
+}
+
+TEST(ModelParamTable, DefaultWidthsHave280643ParametersNamedAsPyTorch) {
+  LineRefiner m;
+  EXPECT_EQ(m.num_params(), 280643u);
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> expect = {
+      {"encoder.0.weight", {64, 4, 1}},     {"encoder.0.bias", {64}},
+      {"encoder.2.weight", {128, 64, 1}},   {"encoder.2.bias", {128}},
+      {"encoder.4.weight", {512, 128, 1}},  {"encoder.4.bias", {512}},
+      {"line_mlp.0.weight", {64, 3, 1}},    {"line_mlp.0.bias", {64}},
+      {"line_mlp.2.weight", {128, 64, 1}},  {"line_mlp.2.bias", {128}},
+      {"regressor.0.weight", {256, 640, 1}}, {"regressor.0.bias", {256}},
+      {"regressor.2.weight", {128, 256, 1}}, {"regressor.2.bias", {128}},
+      {"regressor.4.weight", {3, 128, 1}},  {"regressor.4.bias", {3}}};
+  ASSERT_EQ(m.params().size(), expect.size());
+  size_t off = 0;
+  for (size_t i = 0; i < expect.size(); ++i) {
+    EXPECT_EQ(m.params()[i].name, expect[i].first);
+    EXPECT_EQ(m.params()[i].shape, expect[i].second);
+    EXPECT_EQ(m.params()[i].offset, off);
+    off += m.params()[i].numel;
+  }
+  EXPECT_EQ(off, m.num_params());
+  EXPECT_EQ(m.param("regressor.0.weight").numel, 256u * 640u);
+  EXPECT_THROW(m.param("encoder.1.weight"), Error);
+}
+
+TEST(ModelParamTable, RejectsEmptyOrNonPositiveWidths) {
+  ModelConfig c;
+  c.encoder = {};
+  EXPECT_THROW(LineRefiner{c}, Error);
+  c = ModelConfig{};
+  c.regressor = {16, 0};
+  EXPECT_THROW(LineRefiner{c}, Error);
+}
+
+TEST(ModelInit, UniformWithinPyTorchBoundAndDeterministicPerSeed) {
+  LineRefiner a(ModelConfig{}, 7), b(ModelConfig{}, 7), c(ModelConfig{}, 8);
+  EXPECT_EQ(std::memcmp(a.param_data(), b.param_data(), a.num_params() * 4), 0);
+  EXPECT_NE(std::memcmp(a.param_data(), c.param_data(), a.num_params() * 4), 0);
+  for (size_t i = 0; i < a.params().size(); i += 2) {
+    const ParamInfo& w = a.params()[i];
+    const float bound = 1.f / std::sqrt(float(w.shape[1]));
+    for (int k = 0; k < 2; ++k) {
+      const ParamInfo& p = a.params()[i + k];
+      float lo = 1e9f, hi = -1e9f;
+      double mean = 0;
+      for (size_t j = 0; j < p.numel; ++j) {
+        const float v = a.param_data()[p.offset + j];
+        lo = std::min(lo, v), hi = std::max(hi, v), mean += v;
+      }
+      EXPECT_GE(lo, -bound) << p.name;
+      EXPECT_LE(hi, bound) << p.name;
+      if (p.numel >= 4096) {  // large tensors fill the range and are centred
+        EXPECT_LT(lo, -0.95f * bound) << p.name;
+        EXPECT_GT(hi, 0.95f * bound) << p.name;
+        EXPECT_LT(std::abs(mean / p.numel), 0.05 * bound) << p.name;
+      }
+    }
+  }
+}
+
+// The reference model (naive ops) in double vs central finite differences on every parameter
+// of a tiny model. Bound: 1e-6 relative to the largest gradient.
+TEST(ModelGradCheck, TinyReferenceModelMatchesFiniteDifferencesDouble) {
+  const ModelConfig cfg = tiny();
+  const int B = 2, P = 16, L = 4;
+  LineRefiner m(cfg, 3);
+  std::vector<double> params(m.param_data(), m.param_data() + m.num_params());
+  auto ctx = random_vec<double>(B * P * 4, 1), line = random_vec<double>(B * L * 3, 2),
+       tgt = random_vec<double>(B * L * 3, 3);
+  std::vector<double> grads(params.size(), 0.0);
+  line_refiner_reference<double>(cfg, params.data(), grads.data(), ctx.data(), line.data(),
+                                 tgt.data(), B, P, L, nullptr);
+  auto loss = [&] {
+    return line_refiner_reference<double>(cfg, params.data(), nullptr, ctx.data(), line.data(),
+                                          tgt.data(), B, P, L, nullptr);
+  };
+  const auto num = numeric_grad(params, loss);
+  for (const ParamInfo& p : m.params()) {
+    std::vector<double> a(grads.begin() + p.offset, grads.begin() + p.offset + p.numel);
+    std::vector<double> n(num.begin() + p.offset, num.begin() + p.offset + p.numel);
+    EXPECT_LT(rel_err(a, n, 1e-9), 1e-6) << p.name;
+  }
+}
+
+void expect_fast_matches_reference(const ModelConfig& cfg, int B, int P, int L, double tol) {
+  LineRefiner m(cfg, 11);
+  auto ctx = random_vec<float>(size_t(B) * P * 4, 4), line = random_vec<float>(B * L * 3, 5),
+       tgt = random_vec<float>(B * L * 3, 6);
+  const float loss = m.forward_backward(ctx.data(), line.data(), tgt.data(), B, P, L);
+  std::vector<float> pred(m.last_prediction(), m.last_prediction() + B * L * 3);
+  std::vector<float> gref(m.num_params(), 0.f), pref(B * L * 3);
+  const float lref = line_refiner_reference<float>(cfg, m.param_data(), gref.data(), ctx.data(),
+                                                   line.data(), tgt.data(), B, P, L, pref.data());
+  EXPECT_NEAR(loss, lref, 1e-5 * std::abs(lref));
+  EXPECT_LT(rel_err(pred, pref), tol);
+  for (const ParamInfo& p : m.params()) {
+    std::vector<float> a(m.grad_data() + p.offset, m.grad_data() + p.offset + p.numel);
+    std::vector<float> r(gref.begin() + p.offset, gref.begin() + p.offset + p.numel);
+    EXPECT_LT(rel_err(a, r, 1e-7), tol) << p.name;
+  }
+  std::vector<float> pred2(B * L * 3);
+  m.forward(ctx.data(), line.data(), B, P, L, pred2.data());
+  EXPECT_EQ(pred2, pred);
+}
+
+TEST(ModelFast, MatchesReferenceModelTinyConfig) { expect_fast_matches_reference(tiny(), 2, 16, 4, 1e-5); }
+
+TEST(ModelFast, MatchesReferenceModelMediumConfigAcrossBlocks) {
+  ModelConfig c;
+  c.encoder = {16, 32, 96};
+  c.line_mlp = {16, 24};
+  c.regressor = {40, 20};
+  expect_fast_matches_reference(c, 3, 700, 90, 2e-5);
+}
+
+TEST(ModelFast, SingleLayerEncoderMatchesReference) {
+  ModelConfig c = tiny();
+  c.encoder = {24};
+  c.regressor = {8};
+  expect_fast_matches_reference(c, 2, 33, 5, 1e-5);
+}
+
+std::vector<float> train_params(int threads, int steps) {
+  tbb::global_control gc(tbb::global_control::max_allowed_parallelism, threads);
+  ModelConfig c;
+  c.encoder = {32, 64, 128};
+  const int B = 8, P = 512, L = 300;  // many row blocks per layer
+  LineRefiner m(c, 5);
+  Adam adam(m.num_params());
+  auto ctx = random_vec<float>(size_t(B) * P * 4, 7), line = random_vec<float>(B * L * 3, 8),
+       tgt = random_vec<float>(B * L * 3, 9);
+  for (int s = 0; s < steps; ++s) {
+    m.forward_backward(ctx.data(), line.data(), tgt.data(), B, P, L);
+    adam.step(m.param_data(), m.grad_data());
+  }
+  return std::vector<float>(m.param_data(), m.param_data() + m.num_params());
+}
+
+TEST(ModelDeterminism, ByteIdenticalParamsAfterStepsWithOneOrTwoThreads) {
+  const auto one = train_params(1, 3), two = train_params(2, 3), two_again = train_params(2, 3);
+  ASSERT_EQ(one.size(), two.size());
+  EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(two.data(), two_again.data(), two.size() * 4), 0);
+}
+
+TEST(ModelTraining, LossDecreasesOnFixedProblem) {
+  ModelConfig c;
+  c.encoder = {32, 64, 128};
+  c.line_mlp = {32, 64};
+  c.regressor = {64, 32};
+  const int B = 8, P = 128, L = 16;
+  LineRefiner m(c, 1);
+  Adam adam(m.num_params());
+  auto ctx = random_vec<float>(size_t(B) * P * 4, 1), line = random_vec<float>(B * L * 3, 2);
+  std::vector<float> tgt(B * L * 3);
+  for (size_t i = 0; i < tgt.size(); ++i) tgt[i] = 0.5f * line[i] - 0.2f;  // learnable map
+  float first = 0, last = 0;
+  for (int s = 0; s < 150; ++s) {
+    const float loss = m.forward_backward(ctx.data(), line.data(), tgt.data(), B, P, L);
+    if (s == 0) first = loss;
+    last = loss;
+    adam.step(m.param_data(), m.grad_data());
+  }
+  EXPECT_GT(first, 0.1f);
+  EXPECT_LT(last, 0.1f * first);
+}
+
+}  // namespace
+}  // namespace sl
