@@ -266,7 +266,8 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
     run.stages[release]->releases = true;
   }
 
-  for (auto& rt : run.stages) rt->stage->start(ctx);
+  // Consumers start first: a resuming trainer sets the data position the source starts from.
+  for (auto it = run.stages.rbegin(); it != run.stages.rend(); ++it) (*it)->stage->start(ctx);
 
   graph g;
   auto* src_rt = run.stages[source].get();
@@ -278,7 +279,7 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
     uint64_t seq = 0;
     bool finished = false;
     int64_t last_return = 0;
-  } ss{opt.start.epoch, opt.start.index};
+  } ss{ctx.start.epoch, ctx.start.index};
 
   input_node<Envelope> src(g, [&](tbb::flow_control& fc) -> Envelope {
     const int64_t t0 = now_ns();

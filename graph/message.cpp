@@ -35,14 +35,15 @@ int PointCloud::field_index(const std::string& name) const {
 }
 
 size_t Scene::bytes() const {
-  size_t b = cloud.bytes() + sizeof(Scene);
+  size_t b = (cloud ? cloud->bytes() : 0) + sizeof(Scene);
   for (const auto& l : lines) b += l.points.size() * sizeof(l.points[0]) + l.category.size() + sizeof(Polyline);
   return b;
 }
 
 std::string Sample::describe() const {
   std::string name = scene ? scene->ref.name : "scene #" + std::to_string(scene_index);
-  return name + " line " + std::to_string(line_index) + " (epoch " + std::to_string(epoch) + ")";
+  return name + " line " + std::to_string(line_index) + (piece ? " piece " + std::to_string(piece) : "") + " (epoch " +
+         std::to_string(epoch) + ")";
 }
 
 Tensor& Sample::at(const std::string& key) {

@@ -55,7 +55,9 @@ struct SceneRef {
 
 struct Scene {
   SceneRef ref;
-  PointCloud cloud;  // x, y, z, intensity
+  // x, y, z, intensity. Shared: the scene cache and every Scene made from the same file (one
+  // per epoch, each with its freshly read lines) point at one decoded cloud.
+  std::shared_ptr<const PointCloud> cloud;
   std::vector<Polyline> lines;
   int64_t dropped_invalid = 0;  // NaN points dropped while decoding
   size_t bytes() const;
@@ -64,6 +66,7 @@ struct Scene {
 struct Sample {
   std::shared_ptr<const Scene> scene;
   int64_t scene_index = 0, line_index = 0, epoch = 0;
+  int64_t piece = 0;                    // piece of a long line split by crop_polyline's max_length
   uint64_t seed = 0;                    // RNG seed of every random choice for this sample
   std::map<std::string, Tensor> tensors;  // "context", "line", "noisy_line", "target_offset", ...
   std::vector<uint32_t> indices;          // key "points": the scene points a crop selected

@@ -103,3 +103,38 @@ void perturb_line(const Tensor& true_line, const PerturbParams& prm, uint64_t se
 }
 
 }  // namespace sl
+
+namespace sl {
+
+std::vector<std::vector<std::array<float, 3>>> split_polyline(const std::vector<std::array<float, 3>>& pts,
+                                                              double max_length) {
+  std::vector<double> cum(pts.size(), 0.0);
+  for (size_t i = 1; i < pts.size(); ++i) {
+    double d = 0;
+    for (int c = 0; c < 3; ++c) d += std::pow((double)pts[i][c] - pts[i - 1][c], 2);
+    cum[i] = cum[i - 1] + std::sqrt(d);
+  }
+  const double total = pts.empty() ? 0 : cum.back();
+  if (max_length <= 0 || total <= max_length || pts.size() < 2) return {pts};
+  const size_t n = (size_t)std::ceil(total / max_length);
+  auto at = [&](double s) {  // the point at arc length s
+    size_t i = (size_t)(std::upper_bound(cum.begin(), cum.end(), s) - cum.begin());
+    i = std::clamp<size_t>(i, 1, pts.size() - 1);
+    const double seg = cum[i] - cum[i - 1];
+    const double t = seg > 0 ? std::clamp((s - cum[i - 1]) / seg, 0.0, 1.0) : 0.0;
+    std::array<float, 3> p;
+    for (int c = 0; c < 3; ++c) p[c] = (float)(pts[i - 1][c] + t * ((double)pts[i][c] - pts[i - 1][c]));
+    return p;
+  };
+  std::vector<std::vector<std::array<float, 3>>> out(n);
+  for (size_t k = 0; k < n; ++k) {
+    const double s0 = total * (double)k / (double)n, s1 = total * (double)(k + 1) / (double)n;
+    out[k].push_back(k == 0 ? pts.front() : at(s0));
+    for (size_t i = 0; i < pts.size(); ++i)
+      if (cum[i] > s0 && cum[i] < s1) out[k].push_back(pts[i]);
+    out[k].push_back(k + 1 == n ? pts.back() : at(s1));
+  }
+  return out;
+}
+
+}  // namespace sl

@@ -36,3 +36,12 @@ void perturb_line(const Tensor& true_line, const PerturbParams& params, uint64_t
                   Tensor* noisy, Tensor* target_offset);
 
 }  // namespace sl
+
+namespace sl {
+// Splits a polyline into ceil(length / max_length) pieces of equal arc length (the original
+// vertices inside each piece kept, the cut points interpolated). max_length <= 0 or a line
+// shorter than it: one piece, the line itself. Long annotated lines (a 90 m lane marking)
+// become samples of a size the network sees well.
+std::vector<std::vector<std::array<float, 3>>> split_polyline(const std::vector<std::array<float, 3>>& points,
+                                                              double max_length);
+}  // namespace sl

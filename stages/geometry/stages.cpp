@@ -29,58 +29,66 @@ Tensor line_tensor(const Polyline& l) {
 }
 
 // The grid index of a scene, built once and shared by all of its lines (and by every epoch
-// while the scene stays in the scene cache): keyed by the Scene object itself.
+// while the decoded cloud stays in the scene cache): keyed by the cloud object.
 class IndexCache {
  public:
-  std::shared_ptr<const GridIndex> get(const std::shared_ptr<const Scene>& scene, float cell) {
+  std::shared_ptr<const GridIndex> get(const std::shared_ptr<const PointCloud>& cloud, float cell) {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = entries_.begin(); it != entries_.end();) {
       if (it->first.expired()) it = entries_.erase(it);
       else ++it;
     }
     for (auto& [w, idx] : entries_)
-      if (w.lock() == scene) return idx;
-    auto idx = GridIndex::build(scene->cloud, cell);
-    entries_.emplace_back(scene, idx);
+      if (w.lock() == cloud) return idx;
+    auto idx = GridIndex::build(*cloud, cell);
+    entries_.emplace_back(cloud, idx);
     return idx;
   }
 
  private:
   std::mutex mu_;
-  std::vector<std::pair<std::weak_ptr<const Scene>, std::shared_ptr<const GridIndex>>> entries_;
+  std::vector<std::pair<std::weak_ptr<const PointCloud>, std::shared_ptr<const GridIndex>>> entries_;
 };
 
 class CropPolyline : public Stage {
  public:
   explicit CropPolyline(const Params& p)
       : radius_((float)p.get_float("radius")), z_min_((float)p.get_float("z_min")), z_max_((float)p.get_float("z_max")),
-        min_points_(p.get_int("min_points")), cell_((float)p.get_float("cell")) {
+        min_points_(p.get_int("min_points")), cell_((float)p.get_float("cell")), max_length_(p.get_float("max_length")) {
     if (z_min_ > z_max_) fail(p.where("z_min"), "must not exceed z_max");
     if (cell_ <= 0) cell_ = radius_;
   }
   void process(Item in, const Position& pos, Emitter& out, RunContext& ctx) override {
     auto scene = std::get<std::shared_ptr<const Scene>>(in);
-    auto index = cache_.get(scene, cell_);
+    if (!scene->cloud) throw Error(scene->ref.cloud_path + ": scene has no point cloud");
+    auto index = cache_.get(scene->cloud, cell_);
     for (size_t l = 0; l < scene->lines.size(); ++l) {
-      const Polyline& line = scene->lines[l];
-      auto s = std::make_shared<Sample>();
-      s->scene = scene;
-      s->scene_index = scene->ref.scene_index;
-      s->line_index = (int64_t)l;
-      s->epoch = pos.epoch;
-      s->seed = sample_seed(ctx.seed, pos.epoch, s->scene_index, s->line_index);
-      s->indices = crop_polyline(scene->cloud, *index, line, radius_, z_min_, z_max_);
-      if ((int64_t)s->indices.size() < min_points_) {
-        // A line with too few points near it follows this stage's policy, like a bad file:
-        // recorded per line, without losing the other lines of the scene.
-        char why[160];
-        std::snprintf(why, sizeof why, "%zu points within %.2f m of the line (min_points %lld)", s->indices.size(),
-                      radius_, (long long)min_points_);
-        reject(s->describe(), why);
-        continue;
+      const auto pieces = split_polyline(scene->lines[l].points, max_length_);
+      for (size_t k = 0; k < pieces.size(); ++k) {
+        Polyline line;
+        line.id = scene->lines[l].id;
+        line.category = scene->lines[l].category;
+        line.points = pieces[k];
+        auto s = std::make_shared<Sample>();
+        s->scene = scene;
+        s->scene_index = scene->ref.scene_index;
+        s->line_index = (int64_t)l;
+        s->piece = (int64_t)k;
+        s->epoch = pos.epoch;
+        s->seed = sample_seed(ctx.seed, pos.epoch, s->scene_index, s->line_index * 4096 + s->piece);
+        s->indices = crop_polyline(*scene->cloud, *index, line, radius_, z_min_, z_max_);
+        if ((int64_t)s->indices.size() < min_points_) {
+          // A line with too few points near it follows this stage's policy, like a bad file:
+          // recorded per line, without losing the other lines of the scene.
+          char why[160];
+          std::snprintf(why, sizeof why, "%zu points within %.2f m of the line (min_points %lld)", s->indices.size(),
+                        radius_, (long long)min_points_);
+          reject(s->describe(), why);
+          continue;
+        }
+        s->tensors["line"] = line_tensor(line);
+        out.emit(std::move(s));
       }
-      s->tensors["line"] = line_tensor(line);
-      out.emit(std::move(s));
     }
   }
 
@@ -88,6 +96,7 @@ class CropPolyline : public Stage {
   float radius_, z_min_, z_max_;
   int64_t min_points_;
   float cell_;
+  double max_length_;
   IndexCache cache_;
 };
 
@@ -99,7 +108,7 @@ class Resample : public Stage {
     if (!s->scene) throw Error(s->describe() + ": resample needs the scene the crop came from");
     if (s->indices.empty()) throw Error(s->describe() + ": the crop is empty");
     auto pick = resample_indices(s->indices.size(), (size_t)P_, mix_seed(s->seed, 1));
-    s->tensors["context"] = gather_points(s->scene->cloud, s->indices, pick);
+    s->tensors["context"] = gather_points(*s->scene->cloud, s->indices, pick);
     s->indices.clear();
     s->indices.shrink_to_fit();
     out.emit(std::move(s));
@@ -187,6 +196,7 @@ void register_geometry_stages(StageRegistry& r) {
         p_float("z_max", 1e9, "highest z offset from the line kept, metres"),
         p_int("min_points", 32, "lines with fewer cropped points are dropped (counted)", 1),
         p_float("cell", 0, "grid cell size of the scene index, metres (0: the radius)", 0),
+        p_float("max_length", 20, "lines longer than this are split into equal pieces, one sample each (0: never)", 0),
     };
     s.factory = [](const Params& p) { return std::make_unique<CropPolyline>(p); };
     r.add(std::move(s));

@@ -1,0 +1,535 @@
+// train_step (sink): forward, loss, backward, Adam on every batch; JSON Lines metrics; progress;
+// atomic checkpoints with the data position (exact resume); evaluation on the validation split.
+// eval_step (sink): MSE and the refinement error in metres of a model on a split.
+//
+// Evaluation reuses the run's own pipeline: the same stages and params with the source pointed
+// at the validation folder, unshuffled, one epoch, no dropped samples, and this sink replaced by
+// eval_step reading the live model -- so validation data is prepared exactly like training data.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "graph/engine.h"
+#include "graph/error.h"
+#include "graph/spec.h"
+#include "graph/stage.h"
+#include "graph/trace.h"
+#include "kernels/adam.h"
+#include "kernels/checkpoint.h"
+#include "kernels/model.h"
+#include "kernels/safetensors.h"
+#include "stages/batching/batch.h"
+#include "stages/train/metrics.h"
+#include "stages/train/train_step.h"
+
+namespace sl {
+
+namespace fs = std::filesystem;
+
+// ---- live models: how an in-process evaluation reaches the trainer's model ------------------
+
+namespace {
+std::mutex g_live_mu;
+std::map<std::string, const LineRefiner*> g_live;
+}  // namespace
+
+static std::string publish_live_model(const LineRefiner* m) {
+  char key[64];
+  std::snprintf(key, sizeof key, "live:%p", (const void*)m);
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  g_live[key] = m;
+  return key;
+}
+static void retract_live_model(const std::string& key) {
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  g_live.erase(key);
+}
+static const LineRefiner* live_model(const std::string& key) {
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  auto it = g_live.find(key);
+  return it == g_live.end() ? nullptr : it->second;
+}
+
+ModelConfig model_config_from(const Params& m) {
+  ModelConfig cfg;
+  auto ints = [](const std::vector<long long>& v) { return std::vector<int>(v.begin(), v.end()); };
+  cfg.encoder = ints(m.get_ints("encoder"));
+  cfg.line_mlp = ints(m.get_ints("line_mlp"));
+  cfg.regressor = ints(m.get_ints("regressor"));
+  if (cfg.encoder.empty() || cfg.line_mlp.empty() || cfg.regressor.empty())
+    fail(m.where(), "encoder, line_mlp and regressor each need at least one width");
+  return cfg;
+}
+
+static std::vector<ParamSpec> model_params() {
+  return {p_ints("encoder", {64, 128, 512}, "encoder widths (point-wise Conv1d + ReLU); the last is the global feature", 1),
+          p_ints("line_mlp", {64, 128}, "line MLP widths", 1),
+          p_ints("regressor", {256, 128}, "regressor hidden widths (a final layer to 3 follows)", 1)};
+}
+
+// ---- the eval pipeline derived from a run's pipeline -----------------------------------------
+
+std::string make_eval_pipeline(const std::string& pipeline_json, const std::string& root, const std::string& sink_id,
+                               const std::string& live_key) {
+  rapidjson::Document d;
+  d.Parse(pipeline_json.c_str());
+  if (d.HasParseError() || !d.IsObject()) throw Error("eval: the run's pipeline JSON does not parse");
+  auto& a = d.GetAllocator();
+  d["epochs"].SetInt(1);
+  std::string name = std::string(d["name"].GetString()) + "_eval";
+  d["name"].SetString(name.c_str(), a);
+  for (auto& s : d["stages"].GetArray()) {
+    std::string type = s["type"].GetString();
+    auto& p = s["params"];
+    if (type == "scan_dataset") {
+      p["root"].SetString(root.c_str(), a);
+      p["shuffle"].SetBool(false);
+      p["limit"].SetInt(0);
+    } else if (type == "batch") {
+      p["drop_last"].SetBool(false);
+      bool has_truth = false;
+      for (auto& k : p["keys"].GetArray()) has_truth |= std::string(k.GetString()) == "true_line";
+      if (!has_truth) p["keys"].PushBack(rapidjson::Value("true_line", a), a);
+    } else if (s["id"].GetString() == sink_id) {
+      s["type"].SetString("eval_step", a);
+      rapidjson::Value np(rapidjson::kObjectType);
+      np.AddMember("model", rapidjson::Value(live_key.c_str(), a), a);
+      s["params"] = np;
+      s["on_error"].SetString("fail", a);
+    }
+  }
+  rapidjson::StringBuffer sb;
+  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+  d.Accept(w);
+  return sb.GetString();
+}
+
+namespace {
+
+std::mutex g_eval_mu;
+std::map<std::string, RefineStats> g_eval_results;
+
+class EvalStep : public Stage {
+ public:
+  explicit EvalStep(const Params& p) : model_key_(p.get_string("model")), where_(p.where("model")) {}
+  void start(RunContext& ctx) override {
+    if (model_key_.rfind("live:", 0) == 0) {
+      model_ = live_model(model_key_);
+      if (!model_) fail(where_, "no live model '" + model_key_ + "' (only a running trainer publishes one)");
+    } else {
+      std::map<std::string, std::string> meta;
+      // Read the widths from the checkpoint's own pipeline so a model of any widths loads.
+      ModelConfig cfg = config_from_checkpoint(model_key_);
+      owned_ = std::make_unique<LineRefiner>(cfg, 0);
+      load_checkpoint(model_key_, *owned_, nullptr, &meta);
+      model_ = owned_.get();
+    }
+  }
+  void process(Item in, const Position&, Emitter&, RunContext& ctx) override {
+    const auto& b = std::get<std::shared_ptr<Batch>>(in);
+    const auto& ctxt = b->tensor("context");
+    const int B = (int)b->size, P = (int)ctxt.shape[1], L = (int)b->tensor("noisy_line").shape[1];
+    // The model's workspace is per call here: eval of a live model runs while its trainer waits.
+    LineRefiner& m = const_cast<LineRefiner&>(*model_);
+    pred_.resize((size_t)B * L * 3);
+    m.forward(b->host("context"), b->host("noisy_line"), B, P, L, pred_.data());
+    for (int i = 0; i < B; ++i)
+      stats_.add(b->host("noisy_line") + (size_t)i * L * 3, pred_.data() + (size_t)i * L * 3,
+                 b->host("target_offset") + (size_t)i * L * 3, b->host("true_line") + (size_t)i * L * 3, L);
+  }
+  void finish(RunContext& ctx) override {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "eval: %lld lines, mse %.5f, mean point error %.3f m -> %.3f m (%.0f%% of the noisy input), %.0f%% "
+                  "of lines improved",
+                  (long long)stats_.lines, stats_.mse(), stats_.mean_before(), stats_.mean_after(),
+                  stats_.mean_before() > 0 ? 100 * stats_.mean_after() / stats_.mean_before() : 0.0,
+                  100 * stats_.improved_share());
+    ctx.add_summary(buf);
+    std::lock_guard<std::mutex> lock(g_eval_mu);
+    g_eval_results[model_key_] = stats_;
+  }
+
+ private:
+  std::string model_key_, where_;
+  const LineRefiner* model_ = nullptr;
+  std::unique_ptr<LineRefiner> owned_;
+  std::vector<float> pred_;
+  RefineStats stats_;
+};
+
+std::string fmt_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  char buf[32];
+  int t = (int)(s + 0.5);
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%d:%02d:%02d", t / 3600, t / 60 % 60, t % 60);
+  else std::snprintf(buf, sizeof buf, "%d:%02d", t / 60, t % 60);
+  return buf;
+}
+
+class TrainStep : public Stage {
+ public:
+  explicit TrainStep(const Params& p)
+      : cfg_(model_config_from(p.get_object("model"))), where_(p.where()) {
+    Params opt = p.get_object("optimizer");
+    adam_cfg_.lr = (float)opt.get_float("lr");
+    adam_cfg_.beta1 = (float)opt.get_float("beta1");
+    adam_cfg_.beta2 = (float)opt.get_float("beta2");
+    adam_cfg_.eps = (float)opt.get_float("eps");
+    adam_cfg_.weight_decay = (float)opt.get_float("weight_decay");
+    Params ck = p.get_object("checkpoint");
+    ckpt_dir_ = ck.get_string("dir");
+    ckpt_every_ = ck.get_int("every_steps");
+    ckpt_keep_ = ck.get_int("keep");
+    Params log = p.get_object("log");
+    log_every_ = log.get_int("every_steps");
+    metrics_path_ = log.is_null("metrics") ? (ckpt_dir_ + "/metrics.jsonl") : log.get_string("metrics");
+    progress_ = log.get_string("progress");
+    Params ev = p.get_object("eval");
+    eval_root_ = ev.is_null("root") ? "" : ev.get_string("root");
+    eval_every_ = ev.get_int("every_epochs");
+    init_ = p.is_null("init") ? "" : p.get_string("init");
+    resume_ = p.is_null("resume") ? "" : p.get_string("resume");
+    max_steps_ = p.get_int("max_steps");
+  }
+
+  ~TrainStep() override {
+    if (!live_key_.empty()) retract_live_model(live_key_);
+  }
+
+  void start(RunContext& ctx) override {
+    ctx_ = &ctx;
+    model_ = std::make_unique<LineRefiner>(cfg_, mix_seed(ctx.seed, 0x1417ULL));
+    adam_ = std::make_unique<Adam>(model_->num_params(), adam_cfg_);
+    if (!init_.empty()) {
+      load_checkpoint(init_, *model_, nullptr, nullptr);  // weights only; Adam starts fresh
+      say("initialised weights from " + init_);
+    }
+    if (!resume_.empty()) {
+      std::string path = resume_ == "auto" ? latest_checkpoint(ckpt_dir_) : resume_;
+      if (path.empty()) {
+        say("resume: auto -- no checkpoint in " + ckpt_dir_ + " yet, starting fresh");
+      } else {
+        std::map<std::string, std::string> meta;
+        load_checkpoint(path, *model_, adam_.get(), &meta);
+        auto num = [&](const char* k) -> int64_t {
+          auto it = meta.find(k);
+          if (it == meta.end()) throw Error(path + ": checkpoint metadata lacks '" + std::string(k) + "'");
+          return std::stoll(it->second);
+        };
+        step_ = num("step");
+        ctx.start.epoch = num("position.epoch");
+        ctx.start.index = num("position.index");
+        ctx.start_skip_samples = num("position.skip");
+        if (std::to_string(ctx.seed) != meta["seed"])
+          throw Error(path + ": checkpoint was made with seed " + meta["seed"] + ", this run has seed " +
+                      std::to_string(ctx.seed) + "; resuming would not continue the same run");
+        say("resumed from " + path + " at step " + std::to_string(step_) + ", epoch " + std::to_string(ctx.start.epoch) +
+            ", item " + std::to_string(ctx.start.index) + (ctx.start_skip_samples ? " (+" + std::to_string(ctx.start_skip_samples) + " samples)" : ""));
+      }
+    }
+    pos_ = ctx.start;
+    pos_skip_ = ctx.start_skip_samples;
+    std::error_code ec;
+    fs::create_directories(ckpt_dir_, ec);
+    if (ec) fail(where_ + "/checkpoint/dir", "cannot create '" + ckpt_dir_ + "': " + ec.message());
+    if (::access(ckpt_dir_.c_str(), W_OK) != 0)
+      fail(where_ + "/checkpoint/dir", "'" + ckpt_dir_ + "' is not writable");
+    fs::path mp(metrics_path_);
+    if (mp.has_parent_path()) fs::create_directories(mp.parent_path(), ec);
+    metrics_.open(metrics_path_, resume_.empty() ? std::ios::trunc : std::ios::app);
+    if (!metrics_) fail(where_ + "/log/metrics", "cannot open '" + metrics_path_ + "' for writing");
+    tty_ = progress_ == "bar" || (progress_ == "auto" && ::isatty(2));
+    t_start_ = now_ns();
+    pipeline_for_meta_ = strip_run_specific(ctx.pipeline_json);
+    live_key_ = publish_live_model(model_.get());
+  }
+
+  void process(Item in, const Position&, Emitter&, RunContext& ctx) override {
+    if (stopped_) return;  // after max_steps / a failure: drain without training
+    const auto& b = std::get<std::shared_ptr<Batch>>(in);
+    const auto& c = b->tensor("context");
+    const int B = (int)b->size, P = (int)c.shape[1], L = (int)b->tensor("noisy_line").shape[1];
+    float loss;
+    {
+      TraceScope ts(ctx.trace, "train.step", "compute");
+      loss = model_->forward_backward(b->host("context"), b->host("noisy_line"), b->host("target_offset"), B, P, L);
+      if (!std::isfinite(loss)) {
+        stopped_ = failed_ = true;
+        std::string last = latest_checkpoint(ckpt_dir_);
+        throw Error("loss is " + std::to_string(loss) + " at step " + std::to_string(step_ + 1) + " (epoch " +
+                    std::to_string(b->epoch) + "); stopped without updating the weights. " +
+                    (last.empty() ? "No checkpoint was written yet." : "The last good checkpoint is " + last + ".") +
+                    " Lower optimizer.lr or check the data.");
+      }
+      adam_->step(model_->param_data(), model_->grad_data());
+    }
+    ++step_;
+    samples_ += B;
+    epoch_ = b->epoch;
+    pos_ = b->next;
+    pos_skip_ = b->next_skip;
+    loss_sum_ += loss;
+    ++loss_n_;
+    samples_in_epoch_ += B;
+    if (step_ % log_every_ == 0) log_step(loss);
+    if (ckpt_every_ > 0 && step_ % ckpt_every_ == 0) save(ctx);
+    if (max_steps_ > 0 && step_ >= max_steps_) {
+      stopped_ = true;
+      ctx.cancel->store(true);  // stop the source like Ctrl-C would; finish() checkpoints
+      say("reached max_steps " + std::to_string(max_steps_));
+    }
+  }
+
+  void on_marker(const Envelope& m, Emitter&, RunContext& ctx) override {
+    if (m.type != Envelope::Type::EpochEnd || stopped_) return;
+    if (steps_per_epoch_ == 0) steps_per_epoch_ = step_ - first_step_;
+    samples_in_epoch_ = 0;
+    const int64_t finished_epoch = m.pos.epoch;
+    if (!eval_root_.empty() && eval_every_ > 0 && (finished_epoch + 1) % eval_every_ == 0 &&
+        finished_epoch + 1 < ctx.epochs)
+      run_eval(ctx, finished_epoch);
+  }
+
+  void finish(RunContext& ctx) override {
+    if (tty_) std::fprintf(stderr, "\n");
+    if (step_ > 0 && !failed_) {
+      save(ctx);
+      ctx.add_summary("checkpoint: " + last_saved_ + " (step " + std::to_string(step_) + ")");
+    }
+    const bool reached_max = max_steps_ > 0 && step_ >= max_steps_;
+    if (!eval_root_.empty() && !failed_ && (!ctx.cancelled() || reached_max)) run_eval(ctx, epoch_);
+    metrics_.flush();
+    ctx.add_summary("metrics: " + metrics_path_);
+  }
+
+ private:
+  void say(const std::string& s) {
+    if (ctx_ && !ctx_->quiet) std::fprintf(stderr, "%s%s\n", tty_ ? "\r\033[K" : "", s.c_str());
+  }
+
+  void log_step(float loss) {
+    const double el = (now_ns() - t_start_) / 1e9;
+    const double sps = samples_ / std::max(el, 1e-9);
+    char line[512];
+    std::snprintf(line, sizeof line, "{\"type\":\"train\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,\"loss_avg\":%.6g,\"samples\":%lld,\"samples_per_s\":%.1f,\"elapsed_s\":%.2f}\n",
+                  (long long)step_, (long long)epoch_, loss, loss_sum_ / std::max<int64_t>(1, loss_n_), (long long)samples_, sps, el);
+    metrics_ << line;
+    if (ctx_->quiet) return;
+    std::string eta = "after epoch 1";
+    if (steps_per_epoch_ > 0) {
+      const int64_t total = steps_per_epoch_ * ctx_->epochs;
+      const double per_step = el / std::max<int64_t>(1, step_ - first_step_);
+      eta = fmt_duration(per_step * (double)std::max<int64_t>(0, total - step_));
+    }
+    std::snprintf(line, sizeof line, "epoch %lld/%lld  step %lld  %.0f samples/s  loss %.5f (avg %.5f)  ETA %s",
+                  (long long)epoch_ + 1, (long long)ctx_->epochs, (long long)step_, sps, loss,
+                  loss_sum_ / std::max<int64_t>(1, loss_n_), eta.c_str());
+    if (tty_) std::fprintf(stderr, "\r\033[K%s", line);
+    else std::fprintf(stderr, "%s\n", line);
+    loss_sum_ = 0;
+    loss_n_ = 0;
+  }
+
+  void save(RunContext& ctx) {
+    TraceScope ts(ctx.trace, "train.checkpoint", "io");
+    char name[64];
+    std::snprintf(name, sizeof name, "step_%08lld.safetensors", (long long)step_);
+    const std::string path = ckpt_dir_ + "/" + name;
+    std::map<std::string, std::string> meta{
+        {"step", std::to_string(step_)},
+        {"epoch", std::to_string(epoch_)},
+        {"position.epoch", std::to_string(pos_.epoch)},
+        {"position.index", std::to_string(pos_.index)},
+        {"position.skip", std::to_string(pos_skip_)},
+        {"seed", std::to_string(ctx.seed)},
+        {"rng", "stateless: every random draw derives from (seed, epoch, scene, line)"},
+        {"pipeline", pipeline_for_meta_},
+    };
+    try {
+      save_checkpoint(path, *model_, adam_.get(), meta);
+    } catch (const Error& e) {
+      failed_ = stopped_ = true;
+      throw Error(std::string(e.what()) + " (checkpoint at step " + std::to_string(step_) + " not written; " +
+                  (last_saved_.empty() ? "no earlier checkpoint" : "the previous one, " + last_saved_ + ", is intact") + ")");
+    }
+    last_saved_ = path;
+    prune();
+  }
+
+  void prune() {
+    if (ckpt_keep_ <= 0) return;
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(ckpt_dir_, ec)) {
+      auto n = e.path().filename().string();
+      if (n.rfind("step_", 0) == 0 && e.path().extension() == ".safetensors") files.push_back(e.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    for (size_t i = 0; i + (size_t)ckpt_keep_ < files.size(); ++i) fs::remove(files[i], ec);
+  }
+
+  void run_eval(RunContext& ctx, int64_t epoch) {
+    TraceScope ts(ctx.trace, "train.eval", "eval");
+    std::string text = make_eval_pipeline(ctx.pipeline_json, eval_root_, id, live_key_);
+    RunResult r;
+    std::string err;
+    // A fresh thread: the evaluation graph must not run inside this graph's worker task.
+    std::thread t([&] {
+      try {
+        PipelineSpec spec = parse_pipeline(text, ctx.pipeline_path + " (eval)");
+        RunOptions opt;
+        opt.quiet = true;
+        opt.device = ctx.device;
+        r = run_pipeline(spec, opt);
+      } catch (const std::exception& e) {
+        err = e.what();
+      }
+    });
+    t.join();
+    if (!err.empty() || !r.ok) throw Error("evaluation on " + eval_root_ + " failed: " + (err.empty() ? r.error : err));
+    RefineStats s;
+    {
+      std::lock_guard<std::mutex> lock(g_eval_mu);
+      s = g_eval_results[live_key_];
+    }
+    char line[512];
+    std::snprintf(line, sizeof line, "{\"type\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"lines\":%lld,\"mse\":%.6g,\"err_before_m\":%.6g,\"err_after_m\":%.6g,\"improved\":%.4f}\n",
+                  (long long)step_, (long long)epoch, (long long)s.lines, s.mse(), s.mean_before(), s.mean_after(), s.improved_share());
+    metrics_ << line;
+    metrics_.flush();
+    char msg[256];
+    std::snprintf(msg, sizeof msg, "eval after epoch %lld (step %lld): %lld val lines, mean point error %.3f m -> %.3f m (%.0f%%), %.0f%% improved",
+                  (long long)epoch + 1, (long long)step_, (long long)s.lines, s.mean_before(), s.mean_after(),
+                  s.mean_before() > 0 ? 100 * s.mean_after() / s.mean_before() : 0.0, 100 * s.improved_share());
+    say(msg);
+    for (const auto& sm : r.skips) say("  eval skipped " + sm.item + ": " + sm.reason);
+    last_eval_ = msg;
+    if (ctx.cancelled() || epoch + 1 >= ctx.epochs || (max_steps_ > 0 && step_ >= max_steps_)) ctx.add_summary(msg);
+  }
+
+  // The pipeline recorded in checkpoints, without the knobs that differ between an
+  // interrupted-and-resumed run and an uninterrupted one.
+  std::string strip_run_specific(const std::string& json) {
+    rapidjson::Document d;
+    d.Parse(json.c_str());
+    for (auto& s : d["stages"].GetArray()) {
+      if (std::string(s["id"].GetString()) != id) continue;
+      s["params"]["resume"].SetNull();
+      s["params"]["max_steps"].SetInt(0);
+    }
+    rapidjson::StringBuffer sb;
+    rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+    d.Accept(w);
+    return sb.GetString();
+  }
+
+  ModelConfig cfg_;
+  AdamConfig adam_cfg_;
+  std::string where_;
+  std::string ckpt_dir_, metrics_path_, progress_, eval_root_, init_, resume_;
+  int64_t ckpt_every_, ckpt_keep_, log_every_, eval_every_, max_steps_;
+  RunContext* ctx_ = nullptr;
+  std::unique_ptr<LineRefiner> model_;
+  std::unique_ptr<Adam> adam_;
+  std::ofstream metrics_;
+  bool tty_ = false, stopped_ = false, failed_ = false;
+  int64_t step_ = 0, first_step_ = 0, samples_ = 0, epoch_ = 0, loss_n_ = 0, steps_per_epoch_ = 0, samples_in_epoch_ = 0;
+  double loss_sum_ = 0;
+  int64_t t_start_ = 0;
+  Position pos_;
+  int64_t pos_skip_ = 0;
+  std::string last_saved_, last_eval_, live_key_, pipeline_for_meta_;
+};
+
+}  // namespace
+
+std::string latest_checkpoint(const std::string& dir) {
+  std::error_code ec;
+  std::string best;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    auto n = e.path().filename().string();
+    if (n.rfind("step_", 0) == 0 && e.path().extension() == ".safetensors" && e.path().string() > best)
+      best = e.path().string();
+  }
+  return best;
+}
+
+ModelConfig config_from_checkpoint(const std::string& path) {
+  auto meta = read_safetensors(path).metadata;
+  auto it = meta.find("pipeline");
+  if (it == meta.end()) return ModelConfig{};  // e.g. weights exported from PyTorch: default widths
+  rapidjson::Document d;
+  d.Parse(it->second.c_str());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("stages")) throw Error(path + ": metadata 'pipeline' is not a pipeline JSON");
+  for (auto& s : d["stages"].GetArray()) {
+    if (std::string(s["type"].GetString()) == "train_step")
+      return model_config_from(Params(&s["params"]["model"], path + ": __metadata__/pipeline train_step model"));
+  }
+  return ModelConfig{};
+}
+
+void register_train_stages(StageRegistry& r) {
+  {
+    StageSchema s;
+    s.type = "train_step";
+    s.group = "train";
+    s.doc = "LineRefiner training: forward, MSE, backward, Adam per batch; metrics, checkpoints, eval";
+    s.input = Kind::Batch;
+    s.output = Kind::None;
+    s.serial_only = true;
+    s.params = {
+        p_object("model", model_params(), "network widths (names follow DESIGN.md / PyTorch state_dict)"),
+        p_object("optimizer",
+                 {p_string("type", "adam", "optimizer", {"adam"}), p_pos_float("lr", 1e-3, "learning rate"),
+                  p_float("beta1", 0.9, "Adam beta1", 0, 1), p_float("beta2", 0.999, "Adam beta2", 0, 1),
+                  p_pos_float("eps", 1e-8, "Adam epsilon"), p_float("weight_decay", 0, "L2 weight decay (PyTorch Adam)", 0)},
+                 "optimizer settings (PyTorch Adam semantics)"),
+        p_object("checkpoint",
+                 {p_string("dir", "runs/line_refine", "checkpoint folder"),
+                  p_int("every_steps", 500, "write a checkpoint every N steps (0: only at the end)", 0),
+                  p_int("keep", 3, "keep the last K step checkpoints (0: all)", 0)},
+                 "atomic safetensors checkpoints with the data position"),
+        p_object("log",
+                 {p_pos_int("every_steps", 10, "log loss every N steps"),
+                  p_nullable_string("metrics", "JSON Lines metrics file (null: <checkpoint dir>/metrics.jsonl)"),
+                  p_string("progress", "auto", "progress display: a live line on a terminal, plain lines otherwise", {"auto", "bar", "lines"})},
+                 "metrics and progress"),
+        p_object("eval",
+                 {p_nullable_string("root", "validation folder (null: no evaluation)"),
+                  p_int("every_epochs", 5, "evaluate every N epochs (0: only at the end)", 0)},
+                 "evaluation on a held-out split, prepared by this same pipeline"),
+        p_nullable_string("init", "start from these weights (safetensors, e.g. exported from PyTorch); Adam starts fresh"),
+        p_nullable_string("resume", "continue a run from this checkpoint (\"auto\": the latest in checkpoint.dir)"),
+        p_int("max_steps", 0, "stop after N steps in total, checkpointing like an interruption (0: no limit)", 0),
+    };
+    s.factory = [](const Params& p) { return std::make_unique<TrainStep>(p); };
+    r.add(std::move(s));
+  }
+  {
+    StageSchema s;
+    s.type = "eval_step";
+    s.group = "train";
+    s.doc = "evaluates a model: MSE and mean point error (metres) of noisy vs refined lines, share improved";
+    s.input = Kind::Batch;
+    s.output = Kind::None;
+    s.serial_only = true;
+    s.params = {p_required_string("model", "checkpoint path (or live:<id> inside a training run)")};
+    s.factory = [](const Params& p) { return std::make_unique<EvalStep>(p); };
+    r.add(std::move(s));
+  }
+}
+
+}  // namespace sl
