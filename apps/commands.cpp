@@ -71,6 +71,12 @@ PointCloud read_cloud_for_render(const std::string& path) {
   return parse_pcd(f.data(), f.size(), path, opt);
 }
 
+std::string num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+
 // The sibling of `p` with another extension, when it exists.
 std::optional<std::string> sibling(const fs::path& p, std::initializer_list<const char*> exts) {
   for (const char* e : exts) {
@@ -152,7 +158,7 @@ int cmd_inspect(const InspectArgs& a) {
   std::cerr << "rendered " << cloud.size() << " points from " << cloud_from << " and " << lines.size() << " lines"
             << (lines_from.empty() ? std::string(" (no lines file)") : " from " + lines_from) << " to " << a.render
             << " (" << a.size << "x" << a.size << " px, "
-            << (a.meters > 0 ? std::to_string(a.meters) + " m around the origin" : std::string("fitted to the points"))
+            << (a.meters > 0 ? "a " + num(a.meters) + " m square around the origin" : std::string("fitted to the points"))
             << ")\n";
   return kOk;
 }
