@@ -1,9 +1,203 @@
+// Data tools of the CLI:
+//   streamline gen-data ROOT [--seed N] [--train N] [--val N]
+//   streamline inspect FILE [--json] [--render OUT.png] [--lines LINES.json] [--meters M] [--size PX]
+// Exit codes as main.cpp: 0 ok, 1 failure (the message names the file and the reason), 2 usage.
 #include "apps/commands.h"
 
-namespace sl {
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <optional>
 
-void prepare_process(int, char**) {}
-void add_commands(CLI::App&) {}
-int run_commands(CLI::App&) { return 2; }
+#include "data/gen.h"
+#include "data/render.h"
+#include "graph/error.h"
+#include "kernels/gemm.h"
+#include "stages/io/inspect.h"
+#include "stages/io/kitti.h"
+#include "stages/io/lines_json.h"
+#include "stages/io/mapped_file.h"
+#include "stages/io/pcd.h"
+
+namespace sl {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kOk = 0, kFailure = 1;
+
+struct GenArgs {
+  std::string root;
+  uint64_t seed = GenConfig{}.seed;
+  int train = GenConfig{}.train_scenes, val = GenConfig{}.val_scenes;
+};
+struct InspectArgs {
+  std::string file, render, lines;
+  bool json = false;
+  float meters = 0;
+  int size = 1024;
+};
+
+struct Commands {
+  CLI::App* gen = nullptr;
+  CLI::App* inspect = nullptr;
+  GenArgs g;
+  InspectArgs i;
+};
+Commands& commands() {
+  static Commands c;
+  return c;
+}
+
+std::string ext_lower(const fs::path& p) {
+  std::string e = p.extension().string();
+  for (char& ch : e) ch = char(std::tolower((unsigned char)ch));
+  return e;
+}
+
+// Points of a cloud file for drawing: x, y, z and intensity when the file has it (the renderer
+// draws points without intensity mid-gray). Invalid (NaN) points are dropped.
+PointCloud read_cloud_for_render(const std::string& path) {
+  const std::string ext = ext_lower(path);
+  if (ext == ".bin") return read_kitti_bin(path);
+  if (ext != ".pcd") fail(path, "unknown cloud type '" + ext + "' (expected .pcd or .bin)");
+  MappedFile f(path);
+  const PcdHeader h = parse_pcd_header(f.data(), f.size(), path);
+  PcdReadOptions opt;
+  opt.fields = {"x", "y", "z"};
+  for (const auto& name : h.fields)
+    if (name == "intensity") opt.fields.push_back("intensity");
+  return parse_pcd(f.data(), f.size(), path, opt);
+}
+
+std::string num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+
+// The sibling of `p` with another extension, when it exists.
+std::optional<std::string> sibling(const fs::path& p, std::initializer_list<const char*> exts) {
+  for (const char* e : exts) {
+    fs::path s = p.parent_path() / (p.stem().string() + e);
+    std::error_code ec;
+    if (fs::is_regular_file(s, ec)) return s.string();
+  }
+  return std::nullopt;
+}
+
+int cmd_gen_data(const GenArgs& a) {
+  GenConfig cfg;
+  cfg.seed = a.seed;
+  cfg.train_scenes = a.train;
+  cfg.val_scenes = a.val;
+  const auto t0 = std::chrono::steady_clock::now();
+  generate_dataset(a.root, cfg);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Report what is on disk, read back from the files themselves.
+  int64_t scenes = 0, points = 0, lines = 0;
+  uintmax_t bytes = 0;
+  for (const auto& [split, n] : {std::pair<const char*, int>{"train", a.train}, {"val", a.val}}) {
+    int64_t sp = 0, sn = 0;
+    for (int k = 0; k < n; ++k) {
+      char name[32];
+      std::snprintf(name, sizeof name, "scene_%04d", k);
+      const fs::path base = fs::path(a.root) / split / name;
+      const std::string pcd = base.string() + ".pcd", json = base.string() + ".json";
+      MappedFile f(pcd);
+      sp += parse_pcd_header(f.data(), f.size(), pcd).points;
+      sn += (int64_t)read_lines_json(json).lines.size();
+      bytes += fs::file_size(pcd) + fs::file_size(json);
+    }
+    std::printf("%s: %d scenes, %lld points, %lld lines in %s\n", split, n, (long long)sp, (long long)sn,
+                (fs::path(a.root) / split).string().c_str());
+    scenes += n, points += sp, lines += sn;
+  }
+  std::printf("wrote %lld scenes (%lld points, %lld lines, %.1f MB) to %s in %.2f s (seed %llu)\n",
+              (long long)scenes, (long long)points, (long long)lines, bytes / 1e6, a.root.c_str(), secs,
+              (unsigned long long)a.seed);
+  return kOk;
+}
+
+int cmd_inspect(const InspectArgs& a) {
+  const InspectReport r = inspect_file(a.file);
+  std::cout << (a.json ? to_json(r) + "\n" : to_text(r));
+  if (a.render.empty()) return kOk;
+  if (!a.lines.empty() && r.format == "lines_json")
+    fail(a.file, "--lines applies to a cloud file (.pcd/.bin); this is already a lines file");
+
+  // The cloud and the lines to draw: a cloud file with --lines or its sibling <stem>.json;
+  // a lines file with its sibling <stem>.pcd/.bin, or alone (its vertices as the points).
+  PointCloud cloud;
+  std::vector<Polyline> lines;
+  std::string lines_from, cloud_from;
+  if (r.format == "lines_json") {
+    lines = read_lines_json(a.file).lines;
+    lines_from = a.file;
+    if (auto c = sibling(a.file, {".pcd", ".bin"})) {
+      cloud = read_cloud_for_render(*c);
+      cloud_from = *c;
+    } else {
+      cloud.fields = {"x", "y"};
+      cloud.columns.resize(2);
+      for (const auto& l : lines)
+        for (const auto& p : l.points) cloud.columns[0].push_back(p[0]), cloud.columns[1].push_back(p[1]);
+      cloud_from = "(no cloud beside it: line vertices only)";
+    }
+  } else {
+    cloud = read_cloud_for_render(a.file);
+    cloud_from = a.file;
+    std::optional<std::string> lp = a.lines.empty() ? sibling(a.file, {".json"}) : std::optional<std::string>(a.lines);
+    if (lp) {
+      lines = read_lines_json(*lp).lines;
+      lines_from = *lp;
+    }
+  }
+  render_topdown_png(cloud, lines, a.render, a.size, a.meters);
+  std::cerr << "rendered " << cloud.size() << " points from " << cloud_from << " and " << lines.size() << " lines"
+            << (lines_from.empty() ? std::string(" (no lines file)") : " from " + lines_from) << " to " << a.render
+            << " (" << a.size << "x" << a.size << " px, "
+            << (a.meters > 0 ? "a " + num(a.meters) + " m square around the origin" : std::string("fitted to the points"))
+            << ")\n";
+  return kOk;
+}
+
+}  // namespace
+
+void prepare_process(int argc, char** argv) { ensure_blas_env(argc, argv); }
+
+void add_commands(CLI::App& app) {
+  Commands& c = commands();
+  c.gen = app.add_subcommand("gen-data", "generate the synthetic LiDAR dataset: ROOT/{train,val}/scene_NNNN.{pcd,json}");
+  c.gen->add_option("root", c.g.root, "output folder")->required();
+  c.gen->add_option("--seed", c.g.seed, "dataset seed (the bytes depend only on the seed and the counts)");
+  c.gen->add_option("--train", c.g.train, "training scenes")->check(CLI::NonNegativeNumber);
+  c.gen->add_option("--val", c.g.val, "validation scenes")->check(CLI::NonNegativeNumber);
+
+  c.inspect = app.add_subcommand("inspect", "what a .pcd, KITTI .bin or lines .json file holds; optionally a top-down PNG");
+  c.inspect->add_option("file", c.i.file, "the file to inspect")->required();
+  c.inspect->add_flag("--json", c.i.json, "machine-readable output (NaN statistics as null)");
+  c.inspect->add_option("--render", c.i.render, "also write a top-down intensity PNG of the cloud with its lines");
+  c.inspect->add_option("--lines", c.i.lines, "lines JSON drawn with --render (default: <stem>.json beside the cloud, if any)");
+  c.inspect->add_option("--meters", c.i.meters, "side of the rendered square in metres, centred on the origin (default: fit the points)")
+      ->check(CLI::NonNegativeNumber);
+  c.inspect->add_option("--size", c.i.size, "rendered image side in pixels")->check(CLI::Range(16, 16384));
+}
+
+int run_commands(CLI::App&) {
+  Commands& c = commands();
+  try {
+    if (c.gen && *c.gen) return cmd_gen_data(c.g);
+    if (c.inspect && *c.inspect) return cmd_inspect(c.i);
+  } catch (const Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kFailure;
+  } catch (const fs::filesystem_error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kFailure;
+  }
+  return 2;  // no subcommand of ours was given (main handles its own first)
+}
 
 }  // namespace sl

@@ -3,15 +3,15 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 
-#include "graph/atomic_file.h"
 #include "graph/error.h"
 #include "stages/geometry/rng.h"
+#include "stages/io/lines_json.h"
+#include "stages/io/pcd.h"
 
 namespace sl {
 namespace {
@@ -351,43 +351,6 @@ SyntheticScene generate_scene(const GenConfig& cfg, uint64_t seed) {
   return out;
 }
 
-std::string encode_pcd_binary_xyzi(const PointCloud& cloud) {
-  static_assert(std::endian::native == std::endian::little, "PCD binary data is written as host little-endian");
-  int idx[4];
-  const char* names[4] = {"x", "y", "z", "intensity"};
-  for (int k = 0; k < 4; ++k)
-    if ((idx[k] = cloud.field_index(names[k])) < 0) fail("encode_pcd_binary_xyzi", std::string("no field ") + names[k]);
-  const size_t n = cloud.size();
-  std::string s = "# .PCD v0.7 - Point Cloud Data file format\nVERSION 0.7\nFIELDS x y z intensity\n"
-                  "SIZE 4 4 4 4\nTYPE F F F F\nCOUNT 1 1 1 1\nWIDTH " + std::to_string(n) +
-                  "\nHEIGHT 1\nVIEWPOINT 0 0 0 1 0 0 0\nPOINTS " + std::to_string(n) + "\nDATA binary\n";
-  const size_t head = s.size();
-  s.resize(head + n * 16);
-  char* p = s.data() + head;
-  for (size_t i = 0; i < n; ++i)
-    for (int k = 0; k < 4; ++k, p += 4) std::memcpy(p, &cloud.columns[idx[k]][i], 4);
-  return s;
-}
-
-std::string encode_lines_json(const std::string& frame, const std::vector<Polyline>& lines) {
-  std::string s = "{\"frame\": \"" + frame + "\", \"lines\": [";
-  char buf[64];
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const Polyline& l = lines[i];
-    s += (i ? ",\n  " : "\n  ");
-    s += "{\"id\": " + std::to_string(l.id) + ", \"category\": \"" + l.category + "\", \"points\": [";
-    for (size_t k = 0; k < l.points.size(); ++k) {
-      // %.9g: 9 significant digits round-trip any float exactly.
-      std::snprintf(buf, sizeof buf, "%s[%.9g, %.9g, %.9g]", k ? ", " : "", (double)l.points[k][0],
-                    (double)l.points[k][1], (double)l.points[k][2]);
-      s += buf;
-    }
-    s += "]}";
-  }
-  s += "\n]}\n";
-  return s;
-}
-
 void generate_dataset(const std::string& root, const GenConfig& cfg) {
   struct Job { int split, index; };
   std::vector<Job> jobs;
@@ -404,8 +367,8 @@ void generate_dataset(const std::string& root, const GenConfig& cfg) {
     std::snprintf(name, sizeof name, "scene_%04d", job.index);
     const std::string base = root + (job.split == 0 ? "/train/" : "/val/") + name;
     const SyntheticScene sc = generate_scene(cfg, scene_seed(cfg, job.split, job.index));
-    write_file_atomic(base + ".pcd", encode_pcd_binary_xyzi(sc.cloud));
-    write_file_atomic(base + ".json", encode_lines_json(name, sc.lines));
+    write_pcd(base + ".pcd", sc.cloud, PcdDataMode::Binary);  // x y z intensity, F 4, atomic
+    write_lines_json(base + ".json", LinesFile{name, sc.lines});
   });
 }
 

@@ -55,12 +55,8 @@ uint64_t scene_seed(const GenConfig& cfg, int split, int index);
 SyntheticScene generate_scene(const GenConfig& cfg, uint64_t seed);
 
 // root/train/scene_0000.{pcd,json} ... and root/val/scene_0000.{pcd,json} ...; scenes are
-// generated in parallel, each file written atomically; the bytes depend only on cfg.
+// generated in parallel, each file written atomically with the project's writers (write_pcd,
+// DATA binary, fields x y z intensity; write_lines_json); the bytes depend only on cfg.
 void generate_dataset(const std::string& root, const GenConfig& cfg);
-
-// The small private writers used above (the full PCD I/O lives elsewhere): PCD v0.7, fields
-// x y z intensity, DATA binary; lines JSON with 9 significant digits (float round trip).
-std::string encode_pcd_binary_xyzi(const PointCloud& cloud);
-std::string encode_lines_json(const std::string& frame, const std::vector<Polyline>& lines);
 
 }  // namespace sl

@@ -10,6 +10,8 @@
 #include "data/gen.h"
 #include "graph/atomic_file.h"
 #include "stages/geometry/crop.h"
+#include "stages/io/lines_json.h"
+#include "stages/io/pcd.h"
 
 namespace fs = std::filesystem;
 
@@ -64,30 +66,47 @@ TEST(Gen, SameSeedGivesByteIdenticalFilesAndOtherSeedDiffers) {
   for (const auto& p : {a, b, c}) fs::remove_all(p);
 }
 
-TEST(Gen, PcdHeaderIsExactAndBinaryBodyHoldsThePoints) {
-  const auto sc = sl::generate_scene(small_config(), 99);
-  const std::string pcd = sl::encode_pcd_binary_xyzi(sc.cloud);
+// generate_dataset writes with write_pcd (DATA binary) and write_lines_json: the file on disk
+// has the exact header and the scene's points interleaved as x y z intensity float32.
+TEST(Gen, PcdFileHeaderIsExactAndBinaryBodyHoldsThePoints) {
+  const auto dir = temp_dir("pcd");
+  auto cfg = small_config();
+  cfg.train_scenes = 1, cfg.val_scenes = 0;
+  sl::generate_dataset(dir.string(), cfg);
+  const auto sc = sl::generate_scene(cfg, sl::scene_seed(cfg, 0, 0));
+  const std::string pcd = sl::read_file((dir / "train/scene_0000.pcd").string());
   const std::string n = std::to_string(sc.cloud.size());
   const std::string head = "# .PCD v0.7 - Point Cloud Data file format\nVERSION 0.7\nFIELDS x y z intensity\n"
                            "SIZE 4 4 4 4\nTYPE F F F F\nCOUNT 1 1 1 1\nWIDTH " + n + "\nHEIGHT 1\n"
                            "VIEWPOINT 0 0 0 1 0 0 0\nPOINTS " + n + "\nDATA binary\n";
   ASSERT_EQ(pcd.substr(0, head.size()), head);
   ASSERT_EQ(pcd.size(), head.size() + 16 * sc.cloud.size());
-  const size_t k = sc.cloud.size() / 2;  // a point from the middle: x y z intensity interleaved
-  float v[4];
-  std::memcpy(v, pcd.data() + head.size() + 16 * k, 16);
-  for (int f = 0; f < 4; ++f) EXPECT_EQ(v[f], sc.cloud.columns[f][k]);
+  for (size_t k : {size_t(0), sc.cloud.size() / 2, sc.cloud.size() - 1}) {  // x y z intensity interleaved
+    float v[4];
+    std::memcpy(v, pcd.data() + head.size() + 16 * k, 16);
+    for (int f = 0; f < 4; ++f) EXPECT_EQ(v[f], sc.cloud.columns[f][k]) << "point " << k << " field " << f;
+  }
+  // And the project's reader gives back every value exactly.
+  const auto back = sl::read_pcd((dir / "train/scene_0000.pcd").string(), sl::PcdReadOptions{});
+  ASSERT_EQ(back.size(), sc.cloud.size());
+  for (int f = 0; f < 4; ++f) EXPECT_EQ(back.columns[f], sc.cloud.columns[f]) << "field " << f;
+  fs::remove_all(dir);
 }
 
-TEST(Gen, LinesJsonRoundTripsFloatsExactly) {
-  const auto sc = sl::generate_scene(small_config(), 5);
-  const std::string js = sl::encode_lines_json("scene_0005", sc.lines);
+TEST(Gen, LinesJsonFileRoundTripsFloatsExactly) {
+  const auto dir = temp_dir("json");
+  auto cfg = small_config();
+  cfg.train_scenes = 0, cfg.val_scenes = 1;
+  sl::generate_dataset(dir.string(), cfg);
+  const auto sc = sl::generate_scene(cfg, sl::scene_seed(cfg, 1, 0));
+  const std::string js = sl::read_file((dir / "val/scene_0000.json").string());
   rapidjson::Document d;
   d.Parse(js.c_str());
   ASSERT_FALSE(d.HasParseError());
-  EXPECT_STREQ(d["frame"].GetString(), "scene_0005");
+  EXPECT_STREQ(d["frame"].GetString(), "scene_0000");
   const auto& lines = d["lines"];
   ASSERT_EQ(lines.Size(), sc.lines.size());
+  ASSERT_GT(sc.lines.size(), 0u);
   for (rapidjson::SizeType i = 0; i < lines.Size(); ++i) {
     EXPECT_EQ(lines[i]["id"].GetInt64(), sc.lines[i].id);
     EXPECT_EQ(lines[i]["category"].GetString(), sc.lines[i].category);
@@ -96,6 +115,10 @@ TEST(Gen, LinesJsonRoundTripsFloatsExactly) {
     for (rapidjson::SizeType k = 0; k < pts.Size(); ++k)
       for (int c = 0; c < 3; ++c) EXPECT_EQ((float)pts[k][c].GetDouble(), sc.lines[i].points[k][c]);
   }
+  const auto back = sl::read_lines_json((dir / "val/scene_0000.json").string());
+  ASSERT_EQ(back.lines.size(), sc.lines.size());
+  for (size_t i = 0; i < sc.lines.size(); ++i) EXPECT_EQ(back.lines[i].points, sc.lines[i].points) << "line " << i;
+  fs::remove_all(dir);
 }
 
 // Default config, several scenes: sizes in the intended range, 4-8 lines, both categories,

@@ -1,0 +1,164 @@
+// The CLI as a user runs it: the built binary (SL_CLI_PATH) in a shell, exit codes and output.
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "graph/atomic_file.h"
+#include "stages/io/lines_json.h"
+#include "stages/io/pcd.h"
+#include "tests/io/io_test_util.h"
+
+namespace sl {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Ran {
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs `streamline <args>` with stdout and stderr captured into files of `dir`.
+Ran run_cli(const test::TempDir& dir, const std::string& args) {
+  const std::string out = dir.path("stdout.txt"), err = dir.path("stderr.txt");
+  const std::string cmd = std::string("'") + SL_CLI_PATH + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  const int st = std::system(cmd.c_str());
+  Ran r;
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
+}
+
+std::string q(const std::string& s) { return "'" + s + "'"; }
+
+TEST(Cli, GenDataWritesTheScenesAndSaysWhatItWrote) {
+  test::TempDir dir;
+  const std::string root = dir.path("ds");
+  auto r = run_cli(dir, "gen-data " + q(root) + " --seed 3 --train 2 --val 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* rel : {"train/scene_0000.pcd", "train/scene_0000.json", "train/scene_0001.pcd",
+                          "train/scene_0001.json", "val/scene_0000.pcd", "val/scene_0000.json"})
+    EXPECT_TRUE(fs::is_regular_file(root + "/" + rel)) << rel;
+  EXPECT_FALSE(fs::exists(root + "/train/scene_0002.pcd"));
+  EXPECT_FALSE(fs::exists(root + "/val/scene_0001.pcd"));
+  // The printed totals are those of the files.
+  int64_t points = 0, lines = 0;
+  for (const char* rel : {"train/scene_0000", "train/scene_0001", "val/scene_0000"}) {
+    points += (int64_t)read_pcd(root + "/" + rel + ".pcd", PcdReadOptions{}).size();
+    lines += (int64_t)read_lines_json(root + "/" + rel + ".json").lines.size();
+  }
+  EXPECT_NE(r.out.find("wrote 3 scenes (" + std::to_string(points) + " points, " + std::to_string(lines) + " lines"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(Cli, GenDataWithABadNumberIsAUsageError) {
+  test::TempDir dir;
+  auto r = run_cli(dir, "gen-data " + q(dir.path("ds")) + " --train many");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_FALSE(fs::exists(dir.path("ds")));
+}
+
+TEST(Cli, InspectMissingFileExits1AndNamesIt) {
+  test::TempDir dir;
+  const std::string missing = dir.path("no_such_scene.pcd");
+  auto r = run_cli(dir, "inspect " + q(missing));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find(missing), std::string::npos) << r.err;
+}
+
+TEST(Cli, InspectBadPcdExits1WithTheReason) {
+  test::TempDir dir;
+  const std::string bad = dir.write("bad.pcd", "VERSION 0.7\nFIELDS x y\nSIZE 4\n");
+  auto r = run_cli(dir, "inspect " + q(bad));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find(bad + ": "), std::string::npos) << r.err;
+}
+
+TEST(Cli, InspectJsonHasThePointCountAndRenderWritesAPng) {
+  test::TempDir dir;
+  PointCloud c;
+  c.fields = {"x", "y", "z", "intensity"};
+  c.columns.resize(4);
+  for (int i = 0; i < 500; ++i) {
+    c.columns[0].push_back(-20.f + 0.08f * (float)i);
+    c.columns[1].push_back((float)(i % 25) - 12.f);
+    c.columns[2].push_back(-1.8f);
+    c.columns[3].push_back((float)(i % 10) / 10.f);
+  }
+  const std::string pcd = dir.path("scene_0000.pcd");
+  write_pcd(pcd, c, PcdDataMode::Binary);
+  LinesFile lf;
+  lf.frame = "scene_0000";
+  lf.lines.push_back({0, "lane_marking", {{-10.f, 0.f, -1.8f}, {10.f, 0.f, -1.8f}}});
+  lf.lines.push_back({1, "curb", {{-10.f, 5.f, -1.7f}, {10.f, 6.f, -1.7f}}});
+  write_lines_json(dir.path("scene_0000.json"), lf);
+
+  auto r = run_cli(dir, "inspect --json " + q(pcd));
+  ASSERT_EQ(r.code, 0) << r.err;
+  rapidjson::Document d;
+  d.Parse(r.out.c_str());
+  ASSERT_FALSE(d.HasParseError()) << r.out;
+  ASSERT_TRUE(d.HasMember("points")) << r.out;
+  EXPECT_EQ(d["points"].GetInt64(), 500);
+
+  const std::string png = dir.path("top.png");
+  r = run_cli(dir, "inspect " + q(pcd) + " --render " + q(png) + " --meters 60 --size 256");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string bytes = read_file(png);
+  ASSERT_GT(bytes.size(), 8u + 25u);
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  // IHDR: width and height, big-endian, at bytes 16..23.
+  auto be32 = [&](size_t o) {
+    return (uint32_t)(uint8_t)bytes[o] << 24 | (uint32_t)(uint8_t)bytes[o + 1] << 16 |
+           (uint32_t)(uint8_t)bytes[o + 2] << 8 | (uint32_t)(uint8_t)bytes[o + 3];
+  };
+  EXPECT_EQ(be32(16), 256u);
+  EXPECT_EQ(be32(20), 256u);
+  // The sibling lines file was used (the default) and said so.
+  EXPECT_NE(r.err.find("2 lines from " + dir.path("scene_0000.json")), std::string::npos) << r.err;
+
+  // A lines file that does not exist, given explicitly: exit 1 naming it, no PNG.
+  const std::string png2 = dir.path("top2.png");
+  r = run_cli(dir, "inspect " + q(pcd) + " --render " + q(png2) + " --lines " + q(dir.path("gone.json")));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find(dir.path("gone.json")), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(png2));
+}
+
+TEST(Cli, ValidateBadPipelineExits2WithTheJsonPointer) {
+  test::TempDir dir;
+  const std::string p = dir.write("bad.json", R"({"name":"x","stages":[
+    {"id":"scan","type":"scan_dataset","params":{"root":"d"}},
+    {"id":"resample","type":"resample","params":{"points":-3}},
+    {"id":"sink","type":"null_sink"}]})");
+  auto r = run_cli(dir, "validate " + q(p));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("/stages/1/params/points"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(p), std::string::npos) << r.err;
+}
+
+TEST(Cli, StagesJsonParsesAndListsTheSampleCacheStages) {
+  test::TempDir dir;
+  auto r = run_cli(dir, "stages --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  rapidjson::Document d;
+  d.Parse(r.out.c_str());
+  ASSERT_FALSE(d.HasParseError()) << r.out.substr(0, 200);
+  ASSERT_TRUE(d.IsArray() || d.IsObject());
+  EXPECT_NE(r.out.find("\"write_samples\""), std::string::npos);
+  EXPECT_NE(r.out.find("\"read_samples\""), std::string::npos);
+}
+
+TEST(Cli, UnknownSubcommandIsAUsageError) {
+  test::TempDir dir;
+  EXPECT_EQ(run_cli(dir, "no-such-command").code, 2);
+}
+
+}  // namespace
+}  // namespace sl
