@@ -1,9 +1,6 @@
 // Sample cache: write_samples / read_samples stages and the SampleCacheWriter / SampleCache
 // functions under them.
-//
-// The scene-reading stage adapters (read_pcd / read_lines_json) are not on this branch yet, so the
-// end-to-end test reads scenes with a test-only stage (test_samples_read_scene: read_pcd +
-// read_lines_json, the same functions those adapters wrap) and runs the real geometry stages.
+// The end-to-end test runs the real reader and geometry stages on a generated dataset.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,20 +45,6 @@ Seen& seen() {
   static Seen s;
   return s;
 }
-
-// SceneRef -> Scene with the library readers (stand-in for the read_pcd/read_lines_json stages).
-class ReadScene : public Stage {
- public:
-  explicit ReadScene(const Params&) {}
-  void process(Item in, const Position&, Emitter& out, RunContext&) override {
-    const auto& ref = std::get<std::shared_ptr<const SceneRef>>(in);
-    auto sc = std::make_shared<Scene>();
-    sc->ref = *ref;
-    sc->cloud = read_pcd(ref->cloud_path, PcdReadOptions{}, &sc->dropped_invalid);
-    sc->lines = read_lines_json(ref->lines_path).lines;
-    out.emit(std::shared_ptr<const Scene>(std::move(sc)));
-  }
-};
 
 // Records every sample's tensors (copies) in order.
 class CollectSamples : public Stage {
@@ -128,12 +111,6 @@ void register_sample_test_stages() {
   std::call_once(once, [] {
     auto& r = StageRegistry::instance();
     {
-      StageSchema s{"test_samples_read_scene", "SceneRef -> Scene (read_pcd + read_lines_json)", "test", Kind::SceneRef,
-                    Kind::Scene};
-      s.factory = [](const Params& p) { return std::make_unique<ReadScene>(p); };
-      r.add(s);
-    }
-    {
       StageSchema s{"test_samples_collect", "records samples", "test", Kind::Sample, Kind::None};
       s.serial_only = true;
       s.requires_keys = kKeys;
@@ -174,7 +151,8 @@ bool bytes_equal(const Tensor& a, const Tensor& b) {
 std::string geometry_chain(const std::string& root, const std::string& sink) {
   return R"({"name":"cache","seed":11,"in_flight":3,"stages":[
     {"id":"scan","type":"scan_dataset","params":{"root":")" + root + R"(","shuffle":false}},
-    {"id":"read","type":"test_samples_read_scene","threads":2},
+    {"id":"read","type":"read_pcd","threads":2},
+    {"id":"lines","type":"read_lines_json","threads":2},
     {"id":"crop","type":"crop_polyline","threads":2,"params":{"radius":2.0,"min_points":8}},
     {"id":"resample","type":"resample","threads":2,"params":{"points":64}},
     {"id":"center","type":"center","threads":2},
