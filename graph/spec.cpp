@@ -188,6 +188,14 @@ static void check_object(const std::vector<ParamSpec>& schema, Value& obj, const
     if (p.type == ParamType::Object) check_object(p.fields, copy, where + "/" + p.name, a, what);
     obj.AddMember(Value(p.name.c_str(), a), copy, a);
   }
+  // Schema order, whatever order the user wrote: the resolved pipeline (printed, and recorded
+  // in checkpoints) is the same text for the same configuration.
+  Value ordered(rapidjson::kObjectType);
+  for (const auto& p : schema) {
+    auto it = obj.FindMember(p.name.c_str());
+    ordered.AddMember(Value(p.name.c_str(), a), it->value, a);
+  }
+  obj = ordered;
 }
 
 // ---- overrides ------------------------------------------------------------------------------

@@ -295,6 +295,10 @@ class TrainStep : public Stage {
 
   void on_marker(const Envelope& m, Emitter&, RunContext& ctx) override {
     if (m.type != Envelope::Type::EpochEnd || stopped_) return;
+    // Every batch of the epoch has been trained (markers arrive in order): a resume from here
+    // starts the next epoch; the partial batch dropped by drop_last is not owed.
+    pos_ = Position{m.pos.epoch + 1, 0};
+    pos_skip_ = 0;
     if (steps_per_epoch_ == 0) steps_per_epoch_ = step_ - first_step_;
     samples_in_epoch_ = 0;
     const int64_t finished_epoch = m.pos.epoch;
