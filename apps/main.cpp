@@ -3,8 +3,11 @@
 //   streamline validate PIPELINE.json [--print] [--dot FILE]
 //   streamline stages [--json]
 //   streamline doctor
+//   streamline infer --checkpoint CKPT --cloud SCENE.pcd [--lines SCENE.json] --out REFINED.json
+//   streamline gen-data ROOT, streamline inspect FILE (apps/commands.cpp)
 // Exit codes: 0 ok, 1 run failure, 2 usage error or invalid pipeline, 130 interrupted.
 #include <csignal>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 
@@ -16,6 +19,11 @@
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "stages/device/device.h"
+#include "stages/io/kitti.h"
+#include "stages/io/lines_json.h"
+#include "stages/io/pcd.h"
+#include "stages/train/infer.h"
+#include "stages/train/train_step.h"
 
 namespace {
 
@@ -91,6 +99,28 @@ int cmd_validate(const std::string& path, const std::vector<std::string>& sets, 
   }
 }
 
+int cmd_infer(std::string checkpoint, const std::string& cloud_path, std::string lines_path, const std::string& out,
+              const std::string& pipeline) {
+  if (std::filesystem::is_directory(checkpoint)) {
+    std::string latest = latest_checkpoint(checkpoint);
+    if (latest.empty()) throw Error(checkpoint + ": no step_*.safetensors checkpoint in this folder");
+    checkpoint = latest;
+  }
+  if (lines_path.empty())
+    lines_path = (std::filesystem::path(cloud_path).parent_path() / (std::filesystem::path(cloud_path).stem().string() + ".json")).string();
+  PointCloud cloud = std::filesystem::path(cloud_path).extension() == ".bin"
+                         ? read_kitti_bin(cloud_path)
+                         : read_pcd(cloud_path, PcdReadOptions{});
+  LinesFile lines = read_lines_json(lines_path);
+  InferReport rep;
+  LinesFile refined = refine_lines(checkpoint, cloud, lines, pipeline.empty() ? "" : read_file(pipeline), &rep);
+  write_lines_json(out, refined);
+  std::cerr << "refined " << rep.lines << " line(s) of " << lines_path << " (" << rep.refined_pieces << " of " << rep.pieces
+            << " pieces) with " << checkpoint << " -> " << out << "\n";
+  for (const auto& n : rep.notes) std::cerr << "  " << n << "\n";
+  return 0;
+}
+
 }  // namespace sl
 
 int main(int argc, char** argv) {
@@ -122,6 +152,14 @@ int main(int argc, char** argv) {
 
   auto* doctor = app.add_subcommand("doctor", "versions, devices, and what device \"auto\" picks and why");
 
+  std::string ckpt, cloud, lines_in, out, infer_pipeline;
+  auto* infer = app.add_subcommand("infer", "refine the lines of a scene with a trained checkpoint; writes lines JSON");
+  infer->add_option("--checkpoint", ckpt, "checkpoint file, or a run folder (its latest checkpoint)")->required();
+  infer->add_option("--cloud", cloud, "the scene: .pcd or KITTI .bin")->required();
+  infer->add_option("--lines", lines_in, "lines JSON to refine (default: <stem>.json beside the cloud)");
+  infer->add_option("--out", out, "where to write the refined lines JSON")->required();
+  infer->add_option("--pipeline", infer_pipeline, "training pipeline for the preprocessing (default: the one recorded in the checkpoint)");
+
   sl::add_commands(app);
 
   try {
@@ -137,6 +175,7 @@ int main(int argc, char** argv) {
       std::cout << (json ? sl::StageRegistry::instance().to_json() + "\n" : sl::StageRegistry::instance().to_text());
       return 0;
     }
+    if (*infer) return sl::cmd_infer(ckpt, cloud, lines_in, out, infer_pipeline);
     if (*doctor) {
       std::cout << sl::doctor_report();
       return 0;

@@ -492,8 +492,13 @@ void validate_graph(const PipelineSpec& spec) {
   // Sample keys: walk each stage's ancestry from the source and track what exists.
   for (const auto& s : spec.stages) {
     std::vector<std::string> needed = s.schema->requires_keys;
-    if (!s.schema->requires_from_param.empty())
-      for (const auto& k : spec.params(s.index).get_strings(s.schema->requires_from_param)) needed.push_back(k);
+    if (!s.schema->requires_from_param.empty()) {
+      const Params p = spec.params(s.index);
+      const std::string& key = s.schema->requires_from_param;
+      if (p.json(key).front() == '"') needed.push_back(p.get_string(key));
+      else
+        for (const auto& k : p.get_strings(key)) needed.push_back(k);
+    }
     if (needed.empty()) continue;
     std::vector<const StageSpec*> chain;
     for (const StageSpec* cur = &s; !cur->inputs.empty();) {

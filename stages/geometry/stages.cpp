@@ -120,13 +120,13 @@ class Resample : public Stage {
 
 class Center : public Stage {
  public:
-  explicit Center(const Params& p) : rotate_(p.get_bool("rotate")) {}
+  explicit Center(const Params& p) : rotate_(p.get_bool("rotate")), frame_from_(p.get_string("frame_from")) {}
   void process(Item in, const Position&, Emitter& out, RunContext&) override {
     auto s = std::get<std::shared_ptr<Sample>>(in);
-    const Tensor& line = s->at("line");
+    const Tensor& ref = s->at(frame_from_);
     Polyline pl;
-    for (int64_t i = 0; i < line.shape[0]; ++i)
-      pl.points.push_back({line.data[i * 3], line.data[i * 3 + 1], line.data[i * 3 + 2]});
+    for (int64_t i = 0; i < ref.shape[0]; ++i)
+      pl.points.push_back({ref.data[i * 3], ref.data[i * 3 + 1], ref.data[i * 3 + 2]});
     std::vector<Tensor*> lines;
     for (const char* k : {"line", "true_line", "noisy_line"})
       if (s->tensors.count(k)) lines.push_back(&s->tensors[k]);
@@ -146,6 +146,7 @@ class Center : public Stage {
 
  private:
   bool rotate_;
+  std::string frame_from_;
 };
 
 class PerturbLine : public Stage {
@@ -219,12 +220,16 @@ void register_geometry_stages(StageRegistry& r) {
     StageSchema s;
     s.type = "center";
     s.group = "geometry";
-    s.doc = "moves context and lines into the line's frame (origin: arc-length centroid; optional yaw)";
+    s.doc = "moves context and lines into a line's frame (origin: arc-length centroid; optional yaw)";
     s.input = s.output = Kind::Sample;
-    s.requires_keys = {"context", "line"};
+    s.requires_keys = {"context"};
+    s.requires_from_param = "frame_from";
     s.produces_keys = {"frame"};
     s.default_threads = "auto";
-    s.params = {p_bool("rotate", false, "also rotate about z so x runs from the first to the last line point")};
+    s.params = {p_bool("rotate", false, "also rotate about z so x runs from the first to the last line point"),
+                p_string("frame_from", "noisy_line",
+                         "the line whose frame is used: noisy_line (what inference has, so train = infer) or line (the truth)",
+                         {"noisy_line", "line"})};
     s.factory = [](const Params& p) { return std::make_unique<Center>(p); };
     r.add(std::move(s));
   }

@@ -16,6 +16,10 @@
 #include "graph/spec.h"
 #include "kernels/checkpoint.h"
 #include "kernels/safetensors.h"
+#include "stages/geometry/perturb.h"
+#include "stages/io/lines_json.h"
+#include "stages/io/pcd.h"
+#include "stages/train/infer.h"
 #include "stages/train/metrics.h"
 #include "stages/train/train_step.h"
 
@@ -209,6 +213,38 @@ TEST(Learning, DefaultRunHalvesTheHeldOutLineError) {
   std::fprintf(stderr, "held-out mean point error %.3f m -> %.3f m over %d lines\n", before, after, d["lines"].GetInt());
   EXPECT_GT(before, 0.1);
   EXPECT_LE(after, 0.5 * before);
+
+  // infer on a held-out scene: its true lines, perturbed as a careless annotator would, come
+  // back closer to the truth.
+  const std::string scene = (root / "val" / "scene_0001").string();
+  PointCloud cloud = read_pcd(scene + ".pcd", PcdReadOptions{});
+  LinesFile truth = read_lines_json(scene + ".json", {"lane_marking", "curb"});
+  LinesFile noisy = truth;
+  PerturbParams pp;
+  for (size_t l = 0; l < noisy.lines.size(); ++l) {
+    Tensor t = resample_polyline(truth.lines[l].points, 40), n, off;
+    perturb_line(t, pp, 1000 + l, &n, &off);
+    noisy.lines[l].points.clear();
+    for (int i = 0; i < 40; ++i) noisy.lines[l].points.push_back({n.data[i * 3], n.data[i * 3 + 1], n.data[i * 3 + 2]});
+  }
+  InferReport rep;
+  LinesFile refined = refine_lines(latest_checkpoint((root / "run").string()), cloud, noisy, "", &rep);
+  ASSERT_EQ(refined.lines.size(), truth.lines.size());
+  auto err = [&](const LinesFile& f) {
+    double sum = 0;
+    int64_t n = 0;
+    for (size_t l = 0; l < f.lines.size(); ++l) {
+      std::vector<float> tl;
+      for (auto& p : truth.lines[l].points) tl.insert(tl.end(), p.begin(), p.end());
+      for (auto& p : f.lines[l].points) sum += point_to_polyline(p.data(), tl.data(), (int64_t)truth.lines[l].points.size()), ++n;
+    }
+    return sum / (double)n;
+  };
+  const double e_noisy = err(noisy), e_refined = err(refined);
+  std::fprintf(stderr, "infer on %s: %zu lines, %lld/%lld pieces refined, error %.3f m -> %.3f m\n", scene.c_str(),
+               refined.lines.size(), (long long)rep.refined_pieces, (long long)rep.pieces, e_noisy, e_refined);
+  EXPECT_GT(rep.refined_pieces, 0);
+  EXPECT_LT(e_refined, 0.8 * e_noisy);
   fs::remove_all(root);
 }
 
