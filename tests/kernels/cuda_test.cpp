@@ -182,8 +182,9 @@ TEST(CudaOps, LinearReluMaxForwardAndSparseBackwardMatchCpu) {
 #ifdef SL_WITH_CUDA
   const int B = 3, P = 200, Cin = 16, Cout = 40;
   const auto in = random_vec<float>(size_t(B) * P * Cin, 11),
-             W = random_vec<float>(Cout * Cin, 12), b = random_vec<float>(Cout, 13),
-             dout = random_vec<float>(B * Cout, 14);
+             W = random_vec<float>(Cout * Cin, 12), dout = random_vec<float>(B * Cout, 14);
+  auto b = random_vec<float>(Cout, 13);
+  for (int o = 0; o < Cout; o += 5) b[o] = -100.f;  // some channels never active
   std::vector<float> out(B * Cout);
   std::vector<int32_t> arg(B * Cout);
   linear_relu_max_forward(out.data(), arg.data(), in.data(), W.data(), b.data(), B, P, Cin, Cout);
