@@ -10,12 +10,14 @@ void register_read_stages(StageRegistry& r);
 void register_geometry_stages(StageRegistry& r);
 void register_train_stages(StageRegistry& r);
 void register_sample_cache_stages(StageRegistry& r);
+void register_device_stages(StageRegistry& r);
 
 void register_builtin_stages(StageRegistry& r) {
   register_scan_stage(r);
   register_read_stages(r);
   register_geometry_stages(r);
   register_batch_stages(r);
+  register_device_stages(r);
   register_train_stages(r);
   register_sample_cache_stages(r);
   register_null_sinks(r);

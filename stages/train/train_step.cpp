@@ -31,6 +31,7 @@
 #include "kernels/model.h"
 #include "kernels/safetensors.h"
 #include "stages/batching/batch.h"
+#include "stages/train/cuda_trainer.h"
 #include "stages/train/metrics.h"
 #include "stages/train/train_step.h"
 
@@ -88,6 +89,7 @@ std::string make_eval_pipeline(const std::string& pipeline_json, const std::stri
   if (d.HasParseError() || !d.IsObject()) throw Error("eval: the run's pipeline JSON does not parse");
   auto& a = d.GetAllocator();
   d["epochs"].SetInt(1);
+  d["device"].SetString("cpu", a);
   std::string name = std::string(d["name"].GetString()) + "_eval";
   d["name"].SetString(name.c_str(), a);
   for (auto& s : d["stages"].GetArray()) {
@@ -139,6 +141,7 @@ class EvalStep : public Stage {
   }
   void process(Item in, const Position&, Emitter&, RunContext& ctx) override {
     const auto& b = std::get<std::shared_ptr<Batch>>(in);
+    if (!b->slot) throw Error("eval_step reads batches on the host; run its pipeline with \"device\": \"cpu\"");
     const auto& ctxt = b->tensor("context");
     const int B = (int)b->size, P = (int)ctxt.shape[1], L = (int)b->tensor("noisy_line").shape[1];
     // The model's workspace is per call here: eval of a live model runs while its trainer waits.
@@ -203,6 +206,7 @@ class TrainStep : public Stage {
     init_ = p.is_null("init") ? "" : p.get_string("init");
     resume_ = p.is_null("resume") ? "" : p.get_string("resume");
     max_steps_ = p.get_int("max_steps");
+    precision_ = p.get_string("precision");
   }
 
   ~TrainStep() override {
@@ -262,18 +266,21 @@ class TrainStep : public Stage {
     const auto& b = std::get<std::shared_ptr<Batch>>(in);
     const auto& c = b->tensor("context");
     const int B = (int)b->size, P = (int)c.shape[1], L = (int)b->tensor("noisy_line").shape[1];
-    float loss;
-    {
+    float loss = NAN;
+    bool have_loss = true;
+    if (device_is_cuda(ctx.device)) {
+      TraceScope ts(ctx.trace, "train.step.enqueue", "compute");
+      if (!gpu_) gpu_ = std::make_unique<CudaTrainer>(*model_, *adam_, ctx.device, precision_, *b, 4, ctx.quiet);
+      gpu_->step(*b);
+      // The loss comes back asynchronously: requested at a log step, logged when it landed.
+      int n = 0;
+      have_loss = gpu_->poll_loss(&loss, &n);
+      if (have_loss) check_finite(loss, b->epoch, "in the steps before");
+      if ((step_ + 1) % log_every_ == 0) gpu_->request_loss();
+    } else {
       TraceScope ts(ctx.trace, "train.step", "compute");
       loss = model_->forward_backward(b->host("context"), b->host("noisy_line"), b->host("target_offset"), B, P, L);
-      if (!std::isfinite(loss)) {
-        stopped_ = failed_ = true;
-        std::string last = latest_checkpoint(ckpt_dir_);
-        throw Error("loss is " + std::to_string(loss) + " at step " + std::to_string(step_ + 1) + " (epoch " +
-                    std::to_string(b->epoch) + "); stopped without updating the weights. " +
-                    (last.empty() ? "No checkpoint was written yet." : "The last good checkpoint is " + last + ".") +
-                    " Lower optimizer.lr or check the data.");
-      }
+      check_finite(loss, b->epoch, "at");
       adam_->step(model_->param_data(), model_->grad_data());
     }
     ++step_;
@@ -281,10 +288,13 @@ class TrainStep : public Stage {
     epoch_ = b->epoch;
     pos_ = b->next;
     pos_skip_ = b->next_skip;
-    loss_sum_ += loss;
-    ++loss_n_;
     samples_in_epoch_ += B;
-    if (step_ % log_every_ == 0) log_step(loss);
+    if (have_loss) {
+      loss_sum_ += loss;
+      ++loss_n_;
+      last_loss_ = loss;
+    }
+    if (step_ % log_every_ == 0) log_step(last_loss_);
     if (ckpt_every_ > 0 && step_ % ckpt_every_ == 0) save(ctx);
     if (max_steps_ > 0 && step_ >= max_steps_) {
       stopped_ = true;
@@ -320,6 +330,25 @@ class TrainStep : public Stage {
   }
 
  private:
+  void check_finite(float loss, int64_t epoch, const char* when) {
+    if (std::isfinite(loss)) return;
+    stopped_ = failed_ = true;
+    std::string last = latest_checkpoint(ckpt_dir_);
+    throw Error("loss is " + std::to_string(loss) + " " + when + " step " + std::to_string(step_ + 1) + " (epoch " +
+                std::to_string(epoch) + "); stopped without writing the weights. " +
+                (last.empty() ? "No checkpoint was written yet." : "The last good checkpoint is " + last + ".") +
+                " Lower optimizer.lr or check the data.");
+  }
+
+  // GPU runs: bring the weights and Adam state to the host model (checkpoints, eval).
+  void sync_host(int64_t epoch) {
+    if (!gpu_) return;
+    int n = 0;
+    float loss = gpu_->read_loss(&n);
+    if (n > 0) check_finite(loss, epoch, "in the steps before");
+    gpu_->sync_to_host(*model_, *adam_);
+  }
+
   void say(const std::string& s) {
     if (ctx_ && !ctx_->quiet) std::fprintf(stderr, "%s%s\n", tty_ ? "\r\033[K" : "", s.c_str());
   }
@@ -349,6 +378,7 @@ class TrainStep : public Stage {
 
   void save(RunContext& ctx) {
     TraceScope ts(ctx.trace, "train.checkpoint", "io");
+    sync_host(epoch_);
     char name[64];
     std::snprintf(name, sizeof name, "step_%08lld.safetensors", (long long)step_);
     const std::string path = ckpt_dir_ + "/" + name;
@@ -387,6 +417,7 @@ class TrainStep : public Stage {
 
   void run_eval(RunContext& ctx, int64_t epoch) {
     TraceScope ts(ctx.trace, "train.eval", "eval");
+    sync_host(epoch);
     std::string text = make_eval_pipeline(ctx.pipeline_json, eval_root_, id, live_key_);
     RunResult r;
     std::string err;
@@ -396,7 +427,7 @@ class TrainStep : public Stage {
         PipelineSpec spec = parse_pipeline(text, ctx.pipeline_path + " (eval)");
         RunOptions opt;
         opt.quiet = true;
-        opt.device = ctx.device;
+        opt.device = "cpu";  // eval runs on the host copy of the weights
         r = run_pipeline(spec, opt);
       } catch (const std::exception& e) {
         err = e.what();
@@ -448,6 +479,9 @@ class TrainStep : public Stage {
   RunContext* ctx_ = nullptr;
   std::unique_ptr<LineRefiner> model_;
   std::unique_ptr<Adam> adam_;
+  std::unique_ptr<CudaTrainer> gpu_;
+  std::string precision_;
+  float last_loss_ = NAN;
   std::ofstream metrics_;
   bool tty_ = false, stopped_ = false, failed_ = false;
   int64_t step_ = 0, first_step_ = 0, samples_ = 0, epoch_ = 0, loss_n_ = 0, steps_per_epoch_ = 0, samples_in_epoch_ = 0;
@@ -491,7 +525,7 @@ void register_train_stages(StageRegistry& r) {
     s.type = "train_step";
     s.group = "train";
     s.doc = "LineRefiner training: forward, MSE, backward, Adam per batch; metrics, checkpoints, eval";
-    s.input = Kind::Batch;
+    s.input = Kind::DeviceBatch;
     s.output = Kind::None;
     s.serial_only = true;
     s.params = {
@@ -518,6 +552,7 @@ void register_train_stages(StageRegistry& r) {
         p_nullable_string("init", "start from these weights (safetensors, e.g. exported from PyTorch); Adam starts fresh"),
         p_nullable_string("resume", "continue a run from this checkpoint (\"auto\": the latest in checkpoint.dir)"),
         p_int("max_steps", 0, "stop after N steps in total, checkpointing like an interruption (0: no limit)", 0),
+        p_string("precision", "fp32", "GPU GEMM precision (the CPU backend is always fp32)", {"fp32", "tf32"}),
     };
     s.factory = [](const Params& p) { return std::make_unique<TrainStep>(p); };
     r.add(std::move(s));
@@ -527,7 +562,7 @@ void register_train_stages(StageRegistry& r) {
     s.type = "eval_step";
     s.group = "train";
     s.doc = "evaluates a model: MSE and mean point error (metres) of noisy vs refined lines, share improved";
-    s.input = Kind::Batch;
+    s.input = Kind::DeviceBatch;
     s.output = Kind::None;
     s.serial_only = true;
     s.params = {p_required_string("model", "checkpoint path (or live:<id> inside a training run)")};
