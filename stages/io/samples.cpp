@@ -3,6 +3,8 @@
 //   read_samples:  source of Samples from a cache, file order or a seeded shuffle per epoch.
 #include "stages/io/samples.h"
 
+#include <filesystem>
+
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -169,7 +171,14 @@ std::vector<std::string> checked_keys(const Params& p) {
 class WriteSamples : public Stage {
  public:
   explicit WriteSamples(const Params& p) : path_(p.get_string("path")), writer_(checked_keys(p)) {}
-  void start(RunContext& ctx) override { seed_ = ctx.seed; }
+  void start(RunContext& ctx) override {
+    seed_ = ctx.seed;
+    // The folder must exist before any work is done: a bad path fails now, not after the run.
+    const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (ec) throw Error(path_ + ": cannot create the folder '" + parent.string() + "': " + ec.message());
+  }
   void process(Item in, const Position&, Emitter&, RunContext&) override {
     writer_.add(*std::get<std::shared_ptr<Sample>>(in));
   }

@@ -131,11 +131,17 @@ class EvalStep : public Stage {
       model_ = live_model(model_key_);
       if (!model_) fail(where_, "no live model '" + model_key_ + "' (only a running trainer publishes one)");
     } else {
+      std::string path = model_key_;
+      if (fs::is_directory(path)) {
+        path = latest_checkpoint(model_key_);
+        if (path.empty()) fail(where_, "no step_*.safetensors checkpoint in '" + model_key_ + "'");
+      }
       std::map<std::string, std::string> meta;
       // Read the widths from the checkpoint's own pipeline so a model of any widths loads.
-      ModelConfig cfg = config_from_checkpoint(model_key_);
+      ModelConfig cfg = config_from_checkpoint(path);
       owned_ = std::make_unique<LineRefiner>(cfg, 0);
-      load_checkpoint(model_key_, *owned_, nullptr, &meta);
+      load_checkpoint(path, *owned_, nullptr, &meta);
+      if (!ctx.quiet) std::fprintf(stderr, "eval_step: %s\n", path.c_str());
       model_ = owned_.get();
     }
   }
@@ -565,7 +571,7 @@ void register_train_stages(StageRegistry& r) {
     s.input = Kind::DeviceBatch;
     s.output = Kind::None;
     s.serial_only = true;
-    s.params = {p_required_string("model", "checkpoint path (or live:<id> inside a training run)")};
+    s.params = {p_required_string("model", "checkpoint file, or a run folder (its latest checkpoint); live:<id> inside a training run")};
     s.factory = [](const Params& p) { return std::make_unique<EvalStep>(p); };
     r.add(std::move(s));
   }
