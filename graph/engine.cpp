@@ -1,5 +1,7 @@
 #include "graph/engine.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -371,6 +373,11 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
   }
 
   result.wall_s = (t_end - origin) / 1e9;
+  {
+    struct rusage ru {};
+    getrusage(RUSAGE_SELF, &ru);
+    result.peak_rss_bytes = (double)ru.ru_maxrss * 1024.0;  // Linux reports KiB
+  }
   result.ok = !run.failed;
   result.error = run.first_error;
   result.interrupted = !run.failed && opt.cancel && opt.cancel->load();
@@ -437,7 +444,8 @@ std::string diagnose(const std::vector<StageReport>& stages, double wall, int to
 std::string format_report(const RunResult& r) {
   std::ostringstream o;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "\nWhere the time went (wall %.2f s)\n", r.wall_s);
+  std::snprintf(buf, sizeof buf, "\nWhere the time went (wall %.2f s, peak RSS of the process %.0f MiB)\n", r.wall_s,
+                r.peak_rss_bytes / 1048576.0);
   o << buf;
   std::snprintf(buf, sizeof buf, "  %-12s %-16s %7s %9s %9s %8s %8s %7s %10s %10s\n", "stage", "type", "threads",
                 "items in", "items out", "skipped", "busy s", "busy %", "idle s", "held s");

@@ -50,6 +50,7 @@ struct RunResult {
   bool interrupted = false;
   std::string error;  // first failure, with its place
   double wall_s = 0;
+  double peak_rss_bytes = 0;  // of the whole process, at the end of the run
   std::vector<StageReport> stages;
   std::vector<SkipRecord> skips;
   std::vector<std::string> summaries;

@@ -3,9 +3,14 @@
 #include <rapidjson/document.h>
 #include <sys/wait.h>
 
+#include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <unistd.h>
 
 #include "graph/atomic_file.h"
 #include "stages/io/lines_json.h"
@@ -158,6 +163,69 @@ TEST(Cli, StagesJsonParsesAndListsTheSampleCacheStages) {
 TEST(Cli, UnknownSubcommandIsAUsageError) {
   test::TempDir dir;
   EXPECT_EQ(run_cli(dir, "no-such-command").code, 2);
+}
+
+}  // namespace
+}  // namespace sl
+
+namespace sl {
+namespace {
+
+// Ctrl-C during training: the source stops, the in-flight work drains, the trainer finishes its
+// step and writes a checkpoint, the process exits 130; `resume=auto` then continues from it.
+TEST(Cli, SigintDuringTrainingCheckpointsAndExits130) {
+  test::TempDir dir;
+  const std::string root = dir.path("ds"), runs = dir.path("run");
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(root) + " --train 2 --val 1").code, 0);
+  const std::vector<std::string> sets = {
+      "scan.root=" + root + "/train", "train.eval.root=null", "train.checkpoint.dir=" + runs,
+      "train.checkpoint.every_steps=0", "train.log.every_steps=1", "train.log.progress=lines", "epochs=100000",
+      "train.model.encoder=[16,32,64]", "train.model.line_mlp=[16,32]", "train.model.regressor=[32,16]",
+      "resample.points=128", "batch.size=8"};
+  const std::string pipeline = std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::freopen(dir.path("train.out").c_str(), "w", stdout);
+    std::freopen(dir.path("train.err").c_str(), "w", stderr);
+    std::vector<std::string> args = {SL_CLI_PATH, "run", pipeline};
+    for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(SL_CLI_PATH, argv.data());
+    _exit(127);
+  }
+  // Wait for evidence that training runs (a logged step), not for a fixed time.
+  const std::string metrics = runs + "/metrics.jsonl";
+  bool training = false;
+  for (int i = 0; i < 1200 && !training; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    training = fs::exists(metrics) && read_file(metrics).find("\"type\":\"train\"") != std::string::npos;
+  }
+  kill(pid, SIGINT);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ASSERT_TRUE(training) << read_file(dir.path("train.err"));
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 130) << read_file(dir.path("train.err"));
+  EXPECT_NE(read_file(dir.path("train.err")).find("interrupted"), std::string::npos);
+  std::string ckpt;
+  for (const auto& e : fs::directory_iterator(runs))
+    if (e.path().extension() == ".safetensors") ckpt = e.path().string();
+  ASSERT_FALSE(ckpt.empty()) << "no checkpoint after Ctrl-C";
+  // No temporary file left behind.
+  for (const auto& e : fs::directory_iterator(runs)) EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos);
+
+  // Resume continues from that checkpoint: 1 more epoch than where it stopped.
+  std::string args = "run " + q(pipeline);
+  for (auto s : sets) {
+    if (s.rfind("epochs=", 0) == 0) s = "epochs=2";
+    args += " --set " + q(s);
+  }
+  auto r = run_cli(dir, args + " --set train.resume=auto");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("resumed from " + ckpt), std::string::npos) << r.err;
 }
 
 }  // namespace
