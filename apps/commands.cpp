@@ -1,5 +1,5 @@
 // Data tools of the CLI:
-//   streamline gen-data ROOT [--seed N] [--train N] [--val N]
+//   streamline gen-data ROOT [--seed N] [--train N] [--val N] [--format pcd|bin]
 //   streamline inspect FILE [--json] [--render OUT.png] [--lines LINES.json] [--meters M] [--size PX]
 // Exit codes as main.cpp: 0 ok, 1 failure (the message names the file and the reason), 2 usage.
 #include "apps/commands.h"
@@ -31,6 +31,7 @@ struct GenArgs {
   std::string root;
   uint64_t seed = GenConfig{}.seed;
   int train = GenConfig{}.train_scenes, val = GenConfig{}.val_scenes;
+  std::string format = GenConfig{}.cloud_format;
 };
 struct InspectArgs {
   std::string file, render, lines;
@@ -92,6 +93,7 @@ int cmd_gen_data(const GenArgs& a) {
   cfg.seed = a.seed;
   cfg.train_scenes = a.train;
   cfg.val_scenes = a.val;
+  cfg.cloud_format = a.format;
   const auto t0 = std::chrono::steady_clock::now();
   generate_dataset(a.root, cfg);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -104,11 +106,11 @@ int cmd_gen_data(const GenArgs& a) {
       char name[32];
       std::snprintf(name, sizeof name, "scene_%04d", k);
       const fs::path base = fs::path(a.root) / split / name;
-      const std::string pcd = base.string() + ".pcd", json = base.string() + ".json";
-      MappedFile f(pcd);
-      sp += parse_pcd_header(f.data(), f.size(), pcd).points;
+      const std::string cloud = base.string() + "." + a.format, json = base.string() + ".json";
+      MappedFile f(cloud);
+      sp += a.format == "bin" ? (int64_t)(f.size() / 16) : parse_pcd_header(f.data(), f.size(), cloud).points;
       sn += (int64_t)read_lines_json(json).lines.size();
-      bytes += fs::file_size(pcd) + fs::file_size(json);
+      bytes += fs::file_size(cloud) + fs::file_size(json);
     }
     std::printf("%s: %d scenes, %lld points, %lld lines in %s\n", split, n, (long long)sp, (long long)sn,
                 (fs::path(a.root) / split).string().c_str());
@@ -169,11 +171,13 @@ void prepare_process(int argc, char** argv) { ensure_blas_env(argc, argv); }
 
 void add_commands(CLI::App& app) {
   Commands& c = commands();
-  c.gen = app.add_subcommand("gen-data", "generate the synthetic LiDAR dataset: ROOT/{train,val}/scene_NNNN.{pcd,json}");
+  c.gen = app.add_subcommand("gen-data", "generate the synthetic LiDAR dataset: ROOT/{train,val}/scene_NNNN.{pcd|bin,json}");
   c.gen->add_option("root", c.g.root, "output folder")->required();
   c.gen->add_option("--seed", c.g.seed, "dataset seed (the bytes depend only on the seed and the counts)");
   c.gen->add_option("--train", c.g.train, "training scenes")->check(CLI::NonNegativeNumber);
   c.gen->add_option("--val", c.g.val, "validation scenes")->check(CLI::NonNegativeNumber);
+  c.gen->add_option("--format", c.g.format, "cloud files: pcd (DATA binary) or bin (KITTI velodyne: N x 4 float32 x y z intensity)")
+      ->check(CLI::IsMember({"pcd", "bin"}));
 
   c.inspect = app.add_subcommand("inspect", "what a .pcd, KITTI .bin or lines .json file holds; optionally a top-down PNG");
   c.inspect->add_option("file", c.i.file, "the file to inspect")->required();

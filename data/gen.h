@@ -41,6 +41,7 @@ struct GenConfig {
   float dropout = 0.02f;              // base probability that a return is lost
   float line_half_length = 45.f;      // m of road annotated on each side of the sensor
   float vertex_spacing = 1.5f;        // m between polyline vertices
+  std::string cloud_format = "pcd";   // "pcd" (DATA binary) or "bin" (KITTI: N x 4 float32)
 };
 
 struct SyntheticScene {
@@ -56,7 +57,8 @@ SyntheticScene generate_scene(const GenConfig& cfg, uint64_t seed);
 
 // root/train/scene_0000.{pcd,json} ... and root/val/scene_0000.{pcd,json} ...; scenes are
 // generated in parallel, each file written atomically with the project's writers (write_pcd,
-// DATA binary, fields x y z intensity; write_lines_json); the bytes depend only on cfg.
+// DATA binary, fields x y z intensity, or write_kitti_bin when cfg.cloud_format is "bin";
+// write_lines_json); the bytes depend only on cfg. The clouds are the same in both formats.
 void generate_dataset(const std::string& root, const GenConfig& cfg);
 
 }  // namespace sl

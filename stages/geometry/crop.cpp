@@ -75,6 +75,31 @@ inline bool keep_point(float x, float y, float z, SegIt first, SegIt last, float
   return dz >= z_min && dz <= z_max;
 }
 
+// Ascending order for ids that are distinct (every point sits in one cell, visited once). When
+// the id span is small next to the count (a crop of thousands out of a ~100k-point scene), a
+// bitmap over the span and one scan of its words is several times cheaper than a comparison
+// sort, which was ~16% of a preprocess run's time.
+void sort_unique_ids(std::vector<uint32_t>* ids) {
+  auto& v = *ids;
+  if (v.size() < 64) {
+    std::sort(v.begin(), v.end());
+    return;
+  }
+  const auto [lo_it, hi_it] = std::minmax_element(v.begin(), v.end());
+  const uint32_t lo = *lo_it;
+  const size_t words = ((size_t)(*hi_it - lo) >> 6) + 1;
+  if (words > 8 * v.size()) {
+    std::sort(v.begin(), v.end());
+    return;
+  }
+  std::vector<uint64_t> bits(words, 0);
+  for (uint32_t id : v) bits[(id - lo) >> 6] |= uint64_t(1) << ((id - lo) & 63);
+  size_t n = 0;
+  for (size_t w = 0; w < words; ++w)
+    for (uint64_t b = bits[w]; b; b &= b - 1) v[n++] = lo + (uint32_t)(w * 64 + (size_t)__builtin_ctzll(b));
+  v.resize(n);
+}
+
 }  // namespace
 
 int GridIndex::cell_x(float x) const {
@@ -184,7 +209,7 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
                      z_min, z_max))
         out.push_back(g.ids_[j]);
   }
-  std::sort(out.begin(), out.end());
+  sort_unique_ids(&out);
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "graph/atomic_file.h"
+#include "stages/io/kitti.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"
 #include "tests/io/io_test_util.h"
@@ -60,6 +61,40 @@ TEST(Cli, GenDataWritesTheScenesAndSaysWhatItWrote) {
   EXPECT_NE(r.out.find("wrote 3 scenes (" + std::to_string(points) + " points, " + std::to_string(lines) + " lines"),
             std::string::npos)
       << r.out;
+}
+
+// A new dataset format is a swapped reader and one line of the pipeline: the shipped training
+// pipeline's KITTI twin trains on gen-data --format bin (tiny model and data: a few seconds).
+TEST(Cli, GenDataFormatBinThenTheKittiTrainPipelineRunsToTheEnd) {
+  test::TempDir dir;
+  const std::string root = dir.path("kitti");
+  auto r = run_cli(dir, "gen-data " + q(root) + " --seed 5 --train 2 --val 1 --format bin");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(root + "/train/scene_0000.pcd"));
+  const std::string bin = root + "/train/scene_0000.bin";
+  ASSERT_TRUE(fs::is_regular_file(bin));
+  ASSERT_TRUE(fs::is_regular_file(root + "/train/scene_0000.json"));
+  // N x 4 float32, and the same cloud the PCD dataset of the same seed holds.
+  const std::string pcd_root = dir.path("pcd");
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(pcd_root) + " --seed 5 --train 1 --val 0").code, 0);
+  const PointCloud from_pcd = read_pcd(pcd_root + "/train/scene_0000.pcd", PcdReadOptions{});
+  ASSERT_EQ(fs::file_size(bin), from_pcd.size() * 16);
+  const PointCloud from_bin = read_kitti_bin(bin);
+  ASSERT_EQ(from_bin.size(), from_pcd.size());
+  for (int c = 0; c < 4; ++c) EXPECT_TRUE(from_bin.columns[c] == from_pcd.columns[c]) << "column " << c;
+  EXPECT_NE(r.out.find("wrote 3 scenes ("), std::string::npos) << r.out;
+
+  const std::string ckpt = dir.path("ckpt");
+  r = run_cli(dir, "run " + q(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train_kitti.json") +
+                       " --set scan.root=" + q(root + "/train") + " --set train.eval.root=" + q(root + "/val") +
+                       " --set epochs=1 --set train.checkpoint.dir=" + q(ckpt) +
+                       " --set 'train.model.encoder=[8,8,16]' --set 'train.model.line_mlp=[8,8]'"
+                       " --set 'train.model.regressor=[16,8]' --set train.eval.every_epochs=1"
+                       " --set resample.points=64 --set perturb.points=8 --set batch.size=8 -q");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  bool wrote_checkpoint = false;
+  for (const auto& e : fs::directory_iterator(ckpt)) wrote_checkpoint |= e.path().extension() == ".safetensors";
+  EXPECT_TRUE(wrote_checkpoint);
 }
 
 TEST(Cli, GenDataWithABadNumberIsAUsageError) {

@@ -1,0 +1,223 @@
+// Preprocess-only samples/s, side by side in one run:
+//
+//   ours   run_pipeline(pipelines/preprocess_bench.json): scan -> read_pcd -> read_lines_json ->
+//          crop_polyline -> resample -> center -> perturb_line -> batch -> null_batch_sink,
+//          at 1 thread and at all cores, scene cache off (read.cache_mb=0: every epoch decodes
+//          every file, as the baselines do) and on (only the first epoch decodes);
+//   PCL    per scene loadPCDFile<PointXYZI>, then per line piece (split_polyline, <= 20 m) a
+//          CropBox (the piece's xy bounding box grown by the 2 m radius, z unbounded) and a
+//          RandomSample to 1024 points; single thread, no center/perturb/batching: LESS work
+//          than ours (a box test instead of a point-to-segment distance, no line targets);
+//   NumPy  bench/numpy_preprocess.py as a PyTorch Dataset would do it (single process).
+//
+// Samples are the samples that reach the batch sink (drop_last: the partial last batch of each
+// epoch is prepared but not counted); the baselines count pieces with >= 32 cropped points
+// (crop_polyline's min_points). Reps are interleaved (every configuration once per rep) so
+// that load on this shared machine hits them alike; medians are printed.
+//
+// usage: bench_preprocess_pcl [DATA_ROOT] [--reps N] [--epochs E] [--no-numpy]
+//        (DATA_ROOT default: /tmp/sl_bench_preprocess, generated with the default GenConfig
+//        when it has no train/ folder)
+#include <pcl/filters/crop_box.h>
+#include <pcl/filters/random_sample.h>
+#include <pcl/io/pcd_io.h>
+#include <pcl/point_types.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "data/gen.h"
+#include "graph/engine.h"
+#include "graph/spec.h"
+#include "stages/geometry/perturb.h"
+#include "stages/io/lines_json.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double secs_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+const std::vector<std::string> kCategories{"lane_marking", "curb"};
+constexpr float kRadius = 2.0f;
+constexpr double kMaxLength = 20.0;
+constexpr int kPoints = 1024, kMinPoints = 32;
+
+// ---- ours ----------------------------------------------------------------------------------
+
+struct OursConfig {
+  std::string name;
+  int threads;
+  bool cache;
+};
+
+int64_t sink_samples(const sl::RunResult& r) {
+  for (const auto& s : r.summaries) {
+    const auto at = s.find(": consumed ");
+    if (s.rfind("sink", 0) == 0 && at != std::string::npos) return std::atoll(s.c_str() + at + 11);
+  }
+  std::fprintf(stderr, "no sink summary in the run result\n");
+  std::exit(1);
+}
+
+// ---- PCL baseline ----------------------------------------------------------------------------
+
+struct SceneFiles {
+  std::string pcd, json;
+};
+
+volatile float g_sink;
+
+int64_t pcl_epoch(const std::vector<SceneFiles>& scenes, unsigned seed) {
+  int64_t samples = 0;
+  pcl::PointCloud<pcl::PointXYZI>::Ptr cropped(new pcl::PointCloud<pcl::PointXYZI>);
+  pcl::PointCloud<pcl::PointXYZI> sampled;
+  for (const auto& sc : scenes) {
+    pcl::PointCloud<pcl::PointXYZI>::Ptr cloud(new pcl::PointCloud<pcl::PointXYZI>);
+    if (pcl::io::loadPCDFile(sc.pcd, *cloud) != 0) {
+      std::fprintf(stderr, "PCL cannot read %s\n", sc.pcd.c_str());
+      std::exit(1);
+    }
+    const sl::LinesFile lf = sl::read_lines_json(sc.json, kCategories);
+    pcl::CropBox<pcl::PointXYZI> box;
+    box.setInputCloud(cloud);
+    for (const auto& line : lf.lines)
+      for (const auto& piece : sl::split_polyline(line.points, kMaxLength)) {
+        float lo[2] = {piece[0][0], piece[0][1]}, hi[2] = {lo[0], lo[1]};
+        for (const auto& p : piece)
+          for (int c = 0; c < 2; ++c) lo[c] = std::min(lo[c], p[c]), hi[c] = std::max(hi[c], p[c]);
+        box.setMin(Eigen::Vector4f(lo[0] - kRadius, lo[1] - kRadius, -1e9f, 1.f));
+        box.setMax(Eigen::Vector4f(hi[0] + kRadius, hi[1] + kRadius, 1e9f, 1.f));
+        box.filter(*cropped);
+        if ((int)cropped->size() < kMinPoints) continue;
+        pcl::RandomSample<pcl::PointXYZI> rs;
+        rs.setInputCloud(cropped);
+        rs.setSample(kPoints);
+        rs.setSeed(seed++);
+        rs.filter(sampled);
+        g_sink = sampled[0].x;
+        ++samples;
+      }
+  }
+  return samples;
+}
+
+// ---- NumPy (a child process; its last line is "numpy <samples> <median seconds per epoch>") ----
+
+bool numpy_epoch(const std::string& root, int reps, int64_t* samples, double* secs) {
+  const std::string cmd = "/usr/bin/python3 '" SL_SOURCE_DIR "/bench/numpy_preprocess.py' '" + root + "/train' --reps " +
+                          std::to_string(reps) + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return false;
+  char buf[512];
+  std::string last;
+  while (std::fgets(buf, sizeof buf, p)) last = buf;
+  const int st = pclose(p);
+  long long n = 0;
+  if (st != 0 || std::sscanf(last.c_str(), "numpy %lld %lf", &n, secs) != 2) {
+    std::fprintf(stderr, "numpy baseline failed: %s", last.c_str());
+    return false;
+  }
+  *samples = n;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string root = "/tmp/sl_bench_preprocess";
+  int reps = 5, epochs = 2;
+  bool numpy = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--epochs" && i + 1 < argc) epochs = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--no-numpy") numpy = false;
+    else root = a;
+  }
+  if (!fs::is_directory(root + "/train")) {
+    std::fprintf(stderr, "generating the default dataset in %s\n", root.c_str());
+    sl::generate_dataset(root, sl::GenConfig{});
+  }
+  std::vector<SceneFiles> scenes;
+  for (const auto& e : fs::directory_iterator(root + "/train"))
+    if (e.path().extension() == ".pcd")
+      scenes.push_back({e.path().string(), (e.path().parent_path() / (e.path().stem().string() + ".json")).string()});
+  std::sort(scenes.begin(), scenes.end(), [](auto& a, auto& b) { return a.pcd < b.pcd; });
+
+  const int cores = (int)std::max(1u, std::thread::hardware_concurrency());
+  std::vector<OursConfig> ours = {{"streamline, cache off", 1, false}, {"streamline, cache off", cores, false},
+                                  {"streamline, cache on", 1, true},   {"streamline, cache on", cores, true}};
+  const std::string pipeline = SL_SOURCE_DIR "/pipelines/preprocess_bench.json";
+  std::vector<sl::PipelineSpec> specs;
+  for (const auto& c : ours)
+    specs.push_back(sl::load_pipeline(pipeline, {"scan.root=" + root + "/train", "epochs=" + std::to_string(epochs),
+                                                 std::string("read.cache_mb=") + (c.cache ? "1024" : "0")}));
+
+  std::printf("Preprocess-only, %zu scenes of %s, %d epochs per measurement, median of %d reps, %d cores\n\n",
+              scenes.size(), root.c_str(), epochs, reps, cores);
+
+  std::vector<std::vector<double>> t_ours(ours.size());
+  std::vector<int64_t> n_ours(ours.size());
+  std::vector<double> t_pcl;
+  int64_t n_pcl = 0;
+  std::string report_1t;
+  pcl_epoch(scenes, 1);  // warm-up: page cache, allocator, lazy PCL statics
+  for (int rep = 0; rep < reps; ++rep) {
+    for (size_t k = 0; k < ours.size(); ++k) {
+      sl::RunOptions opt;
+      opt.threads = ours[k].threads;
+      opt.quiet = true;
+      const auto t0 = Clock::now();
+      sl::RunResult r = sl::run_pipeline(specs[k], opt);
+      t_ours[k].push_back(secs_since(t0));
+      if (!r.ok) {
+        std::fprintf(stderr, "run failed: %s\n", r.error.c_str());
+        return 1;
+      }
+      n_ours[k] = sink_samples(r);
+      if (k == 0 && rep == reps - 1) report_1t = sl::format_report(r);
+    }
+    const auto t0 = Clock::now();
+    n_pcl = 0;
+    for (int e = 0; e < epochs; ++e) n_pcl += pcl_epoch(scenes, 1000u * (unsigned)e + 7);
+    t_pcl.push_back(secs_since(t0));
+  }
+  int64_t n_np = 0;
+  double t_np = 0;
+  const bool have_np = numpy && numpy_epoch(root, reps, &n_np, &t_np);
+
+  const double pcl_rate = (double)n_pcl / median(t_pcl);
+  std::printf("| pipeline | threads | samples | median s | samples/s | samples/s per thread | per-core vs PCL | scaling |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::map<bool, double> one_thread;
+  for (size_t k = 0; k < ours.size(); ++k) {
+    const double t = median(t_ours[k]), rate = (double)n_ours[k] / t;
+    if (ours[k].threads == 1) one_thread[ours[k].cache] = rate;
+    char scaling[32] = "1.00";
+    if (ours[k].threads != 1) std::snprintf(scaling, sizeof scaling, "%.2f", rate / one_thread[ours[k].cache]);
+    std::printf("| %s | %d | %lld | %.3f | %.0f | %.0f | %.2fx | %s |\n", ours[k].name.c_str(), ours[k].threads,
+                (long long)n_ours[k], t, rate, rate / ours[k].threads, rate / ours[k].threads / pcl_rate, scaling);
+  }
+  std::printf("| PCL load+CropBox+RandomSample | 1 | %lld | %.3f | %.0f | %.0f | 1.00x | - |\n", (long long)n_pcl,
+              median(t_pcl), pcl_rate, pcl_rate);
+  if (have_np)
+    std::printf("| NumPy (numpy_preprocess.py) | 1 | %lld | %.3f | %.0f | %.0f | %.2fx | - |\n", (long long)(n_np * epochs),
+                t_np * epochs, n_np / t_np, n_np / t_np, n_np / t_np / pcl_rate);
+  std::printf("\nStage table of the last 1-thread, cache-off run:\n\n%s\n", report_1t.c_str());
+  return 0;
+}
