@@ -204,6 +204,27 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
     cell_segs.clear();
     while (b < pairs.size() && (pairs[b] >> 32) == cid) cell_segs.push_back(segs[pairs[b] & 0xffffffffu]), ++b;
     a = b;
+    // A cell whose four corners all lie within the radius of one segment lies wholly within it
+    // (the distance to a segment is convex): its points are kept without a test. The margin
+    // covers float rounding of the corners and of points assigned to the cell at its borders.
+    if (!z_band) {
+      const int cx = (int)(cid % (uint64_t)g.nx_), cy = (int)(cid / (uint64_t)g.nx_);
+      const float x0 = g.x0_ + cx * g.cell_, y0 = g.y0_ + cy * g.cell_, x1 = x0 + g.cell_, y1 = y0 + g.cell_;
+      const float inner2 = r2 * (1.f - 1e-4f) - 1e-6f;
+      bool inside = false;
+      for (const Seg& sg : cell_segs) {
+        float za;
+        if (dist2_to(sg, x0, y0, &za) <= inner2 && dist2_to(sg, x1, y0, &za) <= inner2 &&
+            dist2_to(sg, x0, y1, &za) <= inner2 && dist2_to(sg, x1, y1, &za) <= inner2) {
+          inside = true;
+          break;
+        }
+      }
+      if (inside) {
+        out.insert(out.end(), g.ids_.begin() + g.start_[cid], g.ids_.begin() + g.start_[cid + 1]);
+        continue;
+      }
+    }
     for (uint32_t j = g.start_[cid]; j < g.start_[cid + 1]; ++j)
       if (keep_point(g.xs_[j], g.ys_[j], g.zs_[j], cell_segs.begin(), cell_segs.end(), r2, z_band,
                      z_min, z_max))

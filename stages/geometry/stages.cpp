@@ -56,7 +56,7 @@ class CropPolyline : public Stage {
       : radius_((float)p.get_float("radius")), z_min_((float)p.get_float("z_min")), z_max_((float)p.get_float("z_max")),
         min_points_(p.get_int("min_points")), cell_((float)p.get_float("cell")), max_length_(p.get_float("max_length")) {
     if (z_min_ > z_max_) fail(p.where("z_min"), "must not exceed z_max");
-    if (cell_ <= 0) cell_ = radius_;
+    if (cell_ <= 0) cell_ = radius_ / 3;  // measured fastest in bench/results/geometry.md
   }
   void process(Item in, const Position& pos, Emitter& out, RunContext& ctx) override {
     auto scene = std::get<std::shared_ptr<const Scene>>(in);
@@ -196,7 +196,7 @@ void register_geometry_stages(StageRegistry& r) {
         p_float("z_min", -1e9, "lowest z offset from the line kept, metres"),
         p_float("z_max", 1e9, "highest z offset from the line kept, metres"),
         p_int("min_points", 32, "lines with fewer cropped points are dropped (counted)", 1),
-        p_float("cell", 0, "grid cell size of the scene index, metres (0: the radius)", 0),
+        p_float("cell", 0, "grid cell size of the scene index, metres (0: a third of the radius)", 0),
         p_float("max_length", 20, "lines longer than this are split into equal pieces, one sample each (0: never)", 0),
     };
     s.factory = [](const Params& p) { return std::make_unique<CropPolyline>(p); };

@@ -54,7 +54,7 @@ Prep prep_from(const std::string& text, const std::string& where) {
     }
   }
   if (!have_train) throw Error(where + ": pipeline has no train_step stage to take the model widths from");
-  if (p.cell <= 0) p.cell = p.radius;
+  if (p.cell <= 0) p.cell = p.radius / 3;  // as crop_polyline
   return p;
 }
 
