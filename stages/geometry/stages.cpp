@@ -50,24 +50,22 @@ class IndexCache {
   std::vector<std::pair<std::weak_ptr<const PointCloud>, std::shared_ptr<const GridIndex>>> entries_;
 };
 
-class CropPolyline : public Stage {
+Polyline polyline_of(const Tensor& t) {
+  Polyline pl;
+  for (int64_t i = 0; i < t.shape[0]; ++i) pl.points.push_back({t.data[i * 3], t.data[i * 3 + 1], t.data[i * 3 + 2]});
+  return pl;
+}
+
+// One sample per line piece: lines longer than max_length are cut into equal pieces.
+class SplitLines : public Stage {
  public:
-  explicit CropPolyline(const Params& p)
-      : radius_((float)p.get_float("radius")), z_min_((float)p.get_float("z_min")), z_max_((float)p.get_float("z_max")),
-        min_points_(p.get_int("min_points")), cell_((float)p.get_float("cell")), max_length_(p.get_float("max_length")) {
-    if (z_min_ > z_max_) fail(p.where("z_min"), "must not exceed z_max");
-    if (cell_ <= 0) cell_ = radius_ / 3;  // measured fastest in bench/results/geometry.md
-  }
+  explicit SplitLines(const Params& p) : max_length_(p.get_float("max_length")) {}
   void process(Item in, const Position& pos, Emitter& out, RunContext& ctx) override {
     auto scene = std::get<std::shared_ptr<const Scene>>(in);
-    if (!scene->cloud) throw Error(scene->ref.cloud_path + ": scene has no point cloud");
-    auto index = cache_.get(scene->cloud, cell_);
     for (size_t l = 0; l < scene->lines.size(); ++l) {
       const auto pieces = split_polyline(scene->lines[l].points, max_length_);
       for (size_t k = 0; k < pieces.size(); ++k) {
         Polyline line;
-        line.id = scene->lines[l].id;
-        line.category = scene->lines[l].category;
         line.points = pieces[k];
         auto s = std::make_shared<Sample>();
         s->scene = scene;
@@ -76,16 +74,6 @@ class CropPolyline : public Stage {
         s->piece = (int64_t)k;
         s->epoch = pos.epoch;
         s->seed = sample_seed(ctx.seed, pos.epoch, s->scene_index, s->line_index * 4096 + s->piece);
-        s->indices = crop_polyline(*scene->cloud, *index, line, radius_, z_min_, z_max_);
-        if ((int64_t)s->indices.size() < min_points_) {
-          // A line with too few points near it follows this stage's policy, like a bad file:
-          // recorded per line, without losing the other lines of the scene.
-          char why[160];
-          std::snprintf(why, sizeof why, "%zu points within %.2f m of the line (min_points %lld)", s->indices.size(),
-                        radius_, (long long)min_points_);
-          reject(s->describe(), why);
-          continue;
-        }
         s->tensors["line"] = line_tensor(line);
         out.emit(std::move(s));
       }
@@ -93,10 +81,41 @@ class CropPolyline : public Stage {
   }
 
  private:
+  double max_length_;
+};
+
+// The scene points within a horizontal radius of a line of the sample: by default the noisy
+// line, because that is the line inference has -- a crop around the truth would tell the model
+// where the truth is.
+class CropPolyline : public Stage {
+ public:
+  explicit CropPolyline(const Params& p)
+      : radius_((float)p.get_float("radius")), z_min_((float)p.get_float("z_min")), z_max_((float)p.get_float("z_max")),
+        min_points_(p.get_int("min_points")), cell_((float)p.get_float("cell")), around_(p.get_string("around")) {
+    if (z_min_ > z_max_) fail(p.where("z_min"), "must not exceed z_max");
+    if (cell_ <= 0) cell_ = radius_ / 3;  // measured fastest in bench/results/geometry.md
+  }
+  void process(Item in, const Position&, Emitter& out, RunContext&) override {
+    auto s = std::get<std::shared_ptr<Sample>>(in);
+    if (!s->scene || !s->scene->cloud) throw Error(s->describe() + ": crop needs the sample's scene cloud");
+    auto index = cache_.get(s->scene->cloud, cell_);  // built once per decoded cloud
+    s->indices = crop_polyline(*s->scene->cloud, *index, polyline_of(s->at(around_)), radius_, z_min_, z_max_);
+    if ((int64_t)s->indices.size() < min_points_) {
+      // Too few points near the line: this stage's policy applies to the sample alone.
+      char why[160];
+      std::snprintf(why, sizeof why, "%zu points within %.2f m of the %s (min_points %lld)", s->indices.size(), radius_,
+                    around_.c_str(), (long long)min_points_);
+      reject(s->describe(), why);
+      return;
+    }
+    out.emit(std::move(s));
+  }
+
+ private:
   float radius_, z_min_, z_max_;
   int64_t min_points_;
   float cell_;
-  double max_length_;
+  std::string around_;
   IndexCache cache_;
 };
 
@@ -123,10 +142,7 @@ class Center : public Stage {
   explicit Center(const Params& p) : rotate_(p.get_bool("rotate")), frame_from_(p.get_string("frame_from")) {}
   void process(Item in, const Position&, Emitter& out, RunContext&) override {
     auto s = std::get<std::shared_ptr<Sample>>(in);
-    const Tensor& ref = s->at(frame_from_);
-    Polyline pl;
-    for (int64_t i = 0; i < ref.shape[0]; ++i)
-      pl.points.push_back({ref.data[i * 3], ref.data[i * 3 + 1], ref.data[i * 3 + 2]});
+    const Polyline pl = polyline_of(s->at(frame_from_));
     std::vector<Tensor*> lines;
     for (const char* k : {"line", "true_line", "noisy_line"})
       if (s->tensors.count(k)) lines.push_back(&s->tensors[k]);
@@ -182,22 +198,36 @@ class PerturbLine : public Stage {
 void register_geometry_stages(StageRegistry& r) {
   {
     StageSchema s;
-    s.type = "crop_polyline";
+    s.type = "split_lines";
     s.group = "geometry";
-    s.doc = "one sample per line: the scene points within a horizontal radius of the polyline (grid index per scene)";
+    s.doc = "one sample per line of the scene; lines longer than max_length are cut into equal pieces";
     s.input = Kind::Scene;
     s.output = Kind::Sample;
     s.fan_out = true;
-    s.produces_keys = {"points", "line"};
+    s.produces_keys = {"line"};
+    s.default_threads = "auto";
+    s.params = {p_float("max_length", 20, "lines longer than this are split into equal pieces, one sample each (0: never)", 0)};
+    s.factory = [](const Params& p) { return std::make_unique<SplitLines>(p); };
+    r.add(std::move(s));
+  }
+  {
+    StageSchema s;
+    s.type = "crop_polyline";
+    s.group = "geometry";
+    s.doc = "the scene points within a horizontal radius of the sample's (noisy) line, via a grid index per scene";
+    s.input = s.output = Kind::Sample;
+    s.requires_from_param = "around";
+    s.produces_keys = {"points"};
     s.default_threads = "auto";
     s.default_policy = ErrorPolicy::Skip;
     s.params = {
-        p_pos_float("radius", 2.0, "horizontal distance to the polyline, metres"),
+        p_pos_float("radius", 2.0, "horizontal distance to the line, metres"),
+        p_string("around", "noisy_line", "the line to crop around: noisy_line (what inference has) or line (the truth)",
+                 {"noisy_line", "line"}),
         p_float("z_min", -1e9, "lowest z offset from the line kept, metres"),
         p_float("z_max", 1e9, "highest z offset from the line kept, metres"),
-        p_int("min_points", 32, "lines with fewer cropped points are dropped (counted)", 1),
+        p_int("min_points", 32, "samples with fewer cropped points are dropped (counted)", 1),
         p_float("cell", 0, "grid cell size of the scene index, metres (0: a third of the radius)", 0),
-        p_float("max_length", 20, "lines longer than this are split into equal pieces, one sample each (0: never)", 0),
     };
     s.factory = [](const Params& p) { return std::make_unique<CropPolyline>(p); };
     r.add(std::move(s));

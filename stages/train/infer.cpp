@@ -32,13 +32,17 @@ Prep prep_from(const std::string& text, const std::string& where) {
   bool have_train = false;
   for (const auto& s : spec.stages) {
     Params q = spec.params(s.index);
-    if (s.type == "crop_polyline") {
+    if (s.type == "split_lines") {
+      p.max_length = q.get_float("max_length");
+    } else if (s.type == "crop_polyline") {
       p.radius = (float)q.get_float("radius");
       p.z_min = (float)q.get_float("z_min");
       p.z_max = (float)q.get_float("z_max");
       p.cell = (float)q.get_float("cell");
-      p.max_length = q.get_float("max_length");
       p.min_points = q.get_int("min_points");
+      if (q.get_string("around") != "noisy_line")
+        throw Error(where + ": the model was trained on crops around the true line (crop.around = line); "
+                            "inference only has the given line, so it cannot reproduce that input");
     } else if (s.type == "resample") {
       p.P = (int)q.get_int("points");
     } else if (s.type == "perturb_line") {
@@ -89,26 +93,24 @@ LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, c
   for (size_t l = 0; l < lines.lines.size(); ++l) {
     const auto split = split_polyline(lines.lines[l].points, prep.max_length);
     for (size_t k = 0; k < split.size(); ++k) {
-      Polyline pl;
-      pl.points = split[k];
-      auto crop = crop_polyline(cloud, *index, pl, prep.radius, prep.z_min, prep.z_max);
+      // As in training: the line resampled to L points is the model's noisy_line, and the
+      // crop is taken around it.
+      Tensor line_t = resample_polyline(split[k], prep.L);
+      Polyline frame_line;
+      for (int64_t i = 0; i < prep.L; ++i)
+        frame_line.points.push_back({line_t.data[i * 3], line_t.data[i * 3 + 1], line_t.data[i * 3 + 2]});
+      auto crop = crop_polyline(cloud, *index, frame_line, prep.radius, prep.z_min, prep.z_max);
       Piece pc{l, {}, (int64_t)crop.size() >= prep.min_points};
-      Tensor line_t = resample_polyline(pl.points, prep.L);
       if (!pc.ok) {
         if (report)
           report->notes.push_back("line " + std::to_string(lines.lines[l].id) + " piece " + std::to_string(k) + ": " +
                                   std::to_string(crop.size()) + " points nearby (min_points " +
                                   std::to_string(prep.min_points) + "), left as given");
         pieces.push_back(pc);
-        piece_pts.push_back({});
-        for (int64_t i = 0; i < prep.L; ++i)
-          piece_pts.back().push_back({line_t.data[i * 3], line_t.data[i * 3 + 1], line_t.data[i * 3 + 2]});
+        piece_pts.push_back(frame_line.points);
         continue;
       }
       Tensor ctx = gather_points(cloud, crop, resample_indices(crop.size(), (size_t)prep.P, mix_seed(l, k)));
-      Polyline frame_line;
-      for (int64_t i = 0; i < prep.L; ++i)
-        frame_line.points.push_back({line_t.data[i * 3], line_t.data[i * 3 + 1], line_t.data[i * 3 + 2]});
       pc.frame = center_sample(frame_line, prep.rotate, &ctx, {&line_t});
       context.insert(context.end(), ctx.data.begin(), ctx.data.end());
       noisy.insert(noisy.end(), line_t.data.begin(), line_t.data.end());

@@ -153,9 +153,10 @@ std::string geometry_chain(const std::string& root, const std::string& sink) {
     {"id":"scan","type":"scan_dataset","params":{"root":")" + root + R"(","shuffle":false}},
     {"id":"read","type":"read_pcd","threads":2},
     {"id":"lines","type":"read_lines_json","threads":2},
+    {"id":"split","type":"split_lines","threads":2},
+    {"id":"perturb","type":"perturb_line","threads":2,"params":{"points":8}},
     {"id":"crop","type":"crop_polyline","threads":2,"params":{"radius":2.0,"min_points":8}},
     {"id":"resample","type":"resample","threads":2,"params":{"points":64}},
-    {"id":"perturb","type":"perturb_line","threads":2,"params":{"points":8}},
     {"id":"center","type":"center","threads":2},
     )" + sink + "]}";
 }
