@@ -206,7 +206,7 @@ void register_geometry_stages(StageRegistry& r) {
     s.fan_out = true;
     s.produces_keys = {"line"};
     s.default_threads = "auto";
-    s.params = {p_float("max_length", 20, "lines longer than this are split into equal pieces, one sample each (0: never)", 0)};
+    s.params = {p_float("max_length", 10, "lines longer than this are split into equal pieces, one sample each (0: never)", 0)};
     s.factory = [](const Params& p) { return std::make_unique<SplitLines>(p); };
     r.add(std::move(s));
   }

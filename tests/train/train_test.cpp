@@ -214,18 +214,26 @@ TEST(Learning, DefaultRunHalvesTheHeldOutLineError) {
   EXPECT_GT(before, 0.1);
   EXPECT_LE(after, 0.5 * before);
 
-  // infer on a held-out scene: its true lines, perturbed as a careless annotator would, come
-  // back closer to the truth.
+  // infer on a held-out scene: its true lines, cut into the training's 10 m pieces and perturbed
+  // the way the model was trained for (perturb_line's defaults), come back closer to the truth.
   const std::string scene = (root / "val" / "scene_0001").string();
   PointCloud cloud = read_pcd(scene + ".pcd", PcdReadOptions{});
-  LinesFile truth = read_lines_json(scene + ".json", {"lane_marking", "curb"});
-  LinesFile noisy = truth;
+  LinesFile full = read_lines_json(scene + ".json", {"lane_marking", "curb"});
+  LinesFile truth, noisy;
   PerturbParams pp;
-  for (size_t l = 0; l < noisy.lines.size(); ++l) {
-    Tensor t = resample_polyline(truth.lines[l].points, 40), n, off;
-    perturb_line(t, pp, 1000 + l, &n, &off);
-    noisy.lines[l].points.clear();
-    for (int i = 0; i < 40; ++i) noisy.lines[l].points.push_back({n.data[i * 3], n.data[i * 3 + 1], n.data[i * 3 + 2]});
+  uint64_t seed = 1000;
+  for (const auto& line : full.lines) {
+    for (const auto& piece : split_polyline(line.points, 10.0)) {
+      Polyline t = line;
+      t.points = piece;
+      truth.lines.push_back(t);
+      Tensor tl = resample_polyline(piece, 32), n, off;
+      perturb_line(tl, pp, seed++, &n, &off);
+      Polyline q = line;
+      q.points.clear();
+      for (int i = 0; i < 32; ++i) q.points.push_back({n.data[i * 3], n.data[i * 3 + 1], n.data[i * 3 + 2]});
+      noisy.lines.push_back(q);
+    }
   }
   InferReport rep;
   LinesFile refined = refine_lines(latest_checkpoint((root / "run").string()), cloud, noisy, "", &rep);
@@ -244,7 +252,7 @@ TEST(Learning, DefaultRunHalvesTheHeldOutLineError) {
   std::fprintf(stderr, "infer on %s: %zu lines, %lld/%lld pieces refined, error %.3f m -> %.3f m\n", scene.c_str(),
                refined.lines.size(), (long long)rep.refined_pieces, (long long)rep.pieces, e_noisy, e_refined);
   EXPECT_GT(rep.refined_pieces, 0);
-  EXPECT_LT(e_refined, 0.8 * e_noisy);
+  EXPECT_LT(e_refined, 0.7 * e_noisy);
   fs::remove_all(root);
 }
 
