@@ -1,10 +1,10 @@
 // Preprocess-only samples/s, side by side in one run:
 //
 //   ours   run_pipeline(pipelines/preprocess_bench.json): scan -> read_pcd -> read_lines_json ->
-//          crop_polyline -> resample -> center -> perturb_line -> batch -> null_batch_sink,
+//          split_lines -> perturb_line -> crop_polyline -> resample -> center -> batch -> null_batch_sink,
 //          at 1 thread and at all cores, scene cache off (read.cache_mb=0: every epoch decodes
 //          every file, as the baselines do) and on (only the first epoch decodes);
-//   PCL    per scene loadPCDFile<PointXYZI>, then per line piece (split_polyline, <= 20 m) a
+//   PCL    per scene loadPCDFile<PointXYZI>, then per line piece (split_polyline, <= 10 m) a
 //          CropBox (the piece's xy bounding box grown by the 2 m radius, z unbounded) and a
 //          RandomSample to 1024 points; single thread, no center/perturb/batching: LESS work
 //          than ours (a box test instead of a point-to-segment distance, no line targets);
@@ -54,7 +54,7 @@ double median(std::vector<double> v) {
 
 const std::vector<std::string> kCategories{"lane_marking", "curb"};
 constexpr float kRadius = 2.0f;
-constexpr double kMaxLength = 20.0;
+constexpr double kMaxLength = 10.0;  // as split_lines in the shipped pipelines
 constexpr int kPoints = 1024, kMinPoints = 32;
 
 // ---- ours ----------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Preprocess-only samples/s as a PyTorch Dataset's __getitem__ would do it in NumPy (one process).
 
 Per scene: parse the PCD header, np.fromfile the binary data, read the lines JSON; per line
-piece (the same equal-arc-length split into <= 20 m pieces): a bounding-box prefilter, then the
+piece (the same equal-arc-length split into <= 10 m pieces): a bounding-box prefilter, then the
 exact horizontal distance to the piece's segments (<= 2 m, like crop_polyline), >= 32 points
 kept, rng.choice of 1024 points (without replacement when there are enough), then center: move
 to the piece's vertex mean and rotate so x runs from the first to the last vertex. No perturb,
@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 CATEGORIES = {"lane_marking", "curb"}
-RADIUS, MAX_LENGTH, POINTS, MIN_POINTS = 2.0, 20.0, 1024, 32
+RADIUS, MAX_LENGTH, POINTS, MIN_POINTS = 2.0, 10.0, 1024, 32
 NP_TYPES = {("F", 4): "<f4", ("F", 8): "<f8", ("U", 1): "u1", ("U", 2): "<u2", ("U", 4): "<u4",
             ("I", 1): "i1", ("I", 2): "<i2", ("I", 4): "<i4"}
 

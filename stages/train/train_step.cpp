@@ -456,7 +456,9 @@ class TrainStep : public Stage {
                   (long long)epoch + 1, (long long)step_, (long long)s.lines, s.mean_before(), s.mean_after(),
                   s.mean_before() > 0 ? 100 * s.mean_after() / s.mean_before() : 0.0, 100 * s.improved_share());
     say(msg);
-    for (const auto& sm : r.skips) say("  eval skipped " + sm.item + ": " + sm.reason);
+    if (!r.skips.empty())
+      say("  (" + std::to_string(r.skips.size()) + " validation sample(s) skipped, e.g. " + r.skips[0].item + ": " +
+          r.skips[0].reason + ")");
     last_eval_ = msg;
     if (ctx.cancelled() || epoch + 1 >= ctx.epochs || (max_steps_ > 0 && step_ >= max_steps_)) ctx.add_summary(msg);
   }
