@@ -388,7 +388,7 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
     r.id = rt->spec->id;
     r.type = rt->spec->type;
     r.serial = rt->serial || (int)(&rt - &run.stages[0]) == source;
-    r.threads = r.serial ? 1 : rt->spec->threads;
+    r.threads = r.serial ? 1 : std::min(rt->spec->threads, std::max(1, total_threads));  // what it could use
     r.items_in = rt->items_in;
     r.items_out = rt->items_out;
     r.skipped = rt->skipped;

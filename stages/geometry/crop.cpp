@@ -175,60 +175,86 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
   // Slack covers float rounding of the cell assignment at cell borders.
   const float reach = (radius + half_diag) * 1.0001f + 1e-6f;
   const float reach2 = reach * reach;
-  std::vector<uint64_t> pairs;
-  for (size_t k = 0; k < segs.size(); ++k) {
-    const Seg& s = segs[k];
-    const float bx0 = std::min(s.ax, s.ax + s.dx) - radius, bx1 = std::max(s.ax, s.ax + s.dx) + radius;
-    const float by0 = std::min(s.ay, s.ay + s.dy) - radius, by1 = std::max(s.ay, s.ay + s.dy) + radius;
-    // Entirely outside the grid: nothing to find (clamping would wrongly pull in border cells
-    // only as candidates, harmless, but skipping is cheaper).
-    if (bx1 < g.x0_ || by1 < g.y0_ || bx0 > g.x0_ + g.nx_ * g.cell_ || by0 > g.y0_ + g.ny_ * g.cell_)
-      continue;
-    const int cx0 = g.cell_x(bx0), cx1 = g.cell_x(bx1), cy0 = g.cell_y(by0), cy1 = g.cell_y(by1);
-    for (int cy = cy0; cy <= cy1; ++cy)
-      for (int cx = cx0; cx <= cx1; ++cx) {
-        const float mx = g.x0_ + (cx + 0.5f) * g.cell_, my = g.y0_ + (cy + 0.5f) * g.cell_;
-        float za;
-        if (dist2_to(s, mx, my, &za) > reach2) continue;
-        const uint64_t cid = (uint64_t)cy * (uint64_t)g.nx_ + (uint64_t)cx;
-        pairs.push_back(cid << 32 | (uint64_t)k);
-      }
-  }
-  // Sorting the pairs groups each cell's segments (ascending segment index, which keeps the
-  // tie rule of the reference) and visits every cell once: no hash set, no duplicates.
-  std::sort(pairs.begin(), pairs.end());
+  // Calls f(k, cx, cy) for every (segment, cell) pair, segments in ascending order.
+  int bx_lo = INT32_MAX, bx_hi = INT32_MIN, by_lo = INT32_MAX, by_hi = INT32_MIN;
+  auto for_each_pair = [&](auto&& f) {
+    for (size_t k = 0; k < segs.size(); ++k) {
+      const Seg& s = segs[k];
+      const float bx0 = std::min(s.ax, s.ax + s.dx) - radius, bx1 = std::max(s.ax, s.ax + s.dx) + radius;
+      const float by0 = std::min(s.ay, s.ay + s.dy) - radius, by1 = std::max(s.ay, s.ay + s.dy) + radius;
+      // Entirely outside the grid: nothing to find (clamping would wrongly pull in border cells
+      // only as candidates, harmless, but skipping is cheaper).
+      if (bx1 < g.x0_ || by1 < g.y0_ || bx0 > g.x0_ + g.nx_ * g.cell_ || by0 > g.y0_ + g.ny_ * g.cell_)
+        continue;
+      const int cx0 = g.cell_x(bx0), cx1 = g.cell_x(bx1), cy0 = g.cell_y(by0), cy1 = g.cell_y(by1);
+      for (int cy = cy0; cy <= cy1; ++cy)
+        for (int cx = cx0; cx <= cx1; ++cx) {
+          const float mx = g.x0_ + (cx + 0.5f) * g.cell_, my = g.y0_ + (cy + 0.5f) * g.cell_;
+          float za;
+          if (dist2_to(s, mx, my, &za) > reach2) continue;
+          f(k, cx, cy);
+        }
+    }
+  };
   std::vector<Seg> cell_segs;
-  for (size_t a = 0; a < pairs.size();) {
-    const uint64_t cid = pairs[a] >> 32;
-    size_t b = a;
-    cell_segs.clear();
-    while (b < pairs.size() && (pairs[b] >> 32) == cid) cell_segs.push_back(segs[pairs[b] & 0xffffffffu]), ++b;
-    a = b;
+  const float inner2 = r2 * (1.f - 1e-4f) - 1e-6f;
+  // One cell with its candidate segments (ascending index, which keeps the tie rule of the
+  // reference).
+  auto visit = [&](int cx, int cy) {
+    const uint64_t cid = (uint64_t)cy * (uint64_t)g.nx_ + (uint64_t)cx;
     // A cell whose four corners all lie within the radius of one segment lies wholly within it
     // (the distance to a segment is convex): its points are kept without a test. The margin
     // covers float rounding of the corners and of points assigned to the cell at its borders.
     if (!z_band) {
-      const int cx = (int)(cid % (uint64_t)g.nx_), cy = (int)(cid / (uint64_t)g.nx_);
       const float x0 = g.x0_ + cx * g.cell_, y0 = g.y0_ + cy * g.cell_, x1 = x0 + g.cell_, y1 = y0 + g.cell_;
-      const float inner2 = r2 * (1.f - 1e-4f) - 1e-6f;
-      bool inside = false;
       for (const Seg& sg : cell_segs) {
         float za;
         if (dist2_to(sg, x0, y0, &za) <= inner2 && dist2_to(sg, x1, y0, &za) <= inner2 &&
             dist2_to(sg, x0, y1, &za) <= inner2 && dist2_to(sg, x1, y1, &za) <= inner2) {
-          inside = true;
-          break;
+          out.insert(out.end(), g.ids_.begin() + g.start_[cid], g.ids_.begin() + g.start_[cid + 1]);
+          return;
         }
-      }
-      if (inside) {
-        out.insert(out.end(), g.ids_.begin() + g.start_[cid], g.ids_.begin() + g.start_[cid + 1]);
-        continue;
       }
     }
     for (uint32_t j = g.start_[cid]; j < g.start_[cid + 1]; ++j)
-      if (keep_point(g.xs_[j], g.ys_[j], g.zs_[j], cell_segs.begin(), cell_segs.end(), r2, z_band,
-                     z_min, z_max))
+      if (keep_point(g.xs_[j], g.ys_[j], g.zs_[j], cell_segs.begin(), cell_segs.end(), r2, z_band, z_min, z_max))
         out.push_back(g.ids_[j]);
+  };
+  for_each_pair([&](size_t, int cx, int cy) {
+    bx_lo = std::min(bx_lo, cx), bx_hi = std::max(bx_hi, cx), by_lo = std::min(by_lo, cy), by_hi = std::max(by_hi, cy);
+  });
+  if (bx_lo > bx_hi) return out;
+  const size_t W = (size_t)(bx_hi - bx_lo + 1), H = (size_t)(by_hi - by_lo + 1);
+  if (W * H <= (size_t(1) << 20)) {
+    // Bucket the pairs by cell over the line's bounding box (two passes, no sort): each cell's
+    // segments come out in ascending order, and cells in row-major order.
+    std::vector<uint32_t> start(W * H + 1, 0);
+    for_each_pair([&](size_t, int cx, int cy) { ++start[(size_t)(cy - by_lo) * W + (size_t)(cx - bx_lo) + 1]; });
+    for (size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
+    std::vector<uint32_t> seg_of(start.back());
+    std::vector<uint32_t> fill(start.begin(), start.end() - 1);
+    for_each_pair([&](size_t k, int cx, int cy) { seg_of[fill[(size_t)(cy - by_lo) * W + (size_t)(cx - bx_lo)]++] = (uint32_t)k; });
+    for (size_t c = 0; c < W * H; ++c) {
+      if (start[c] == start[c + 1]) continue;
+      cell_segs.clear();
+      for (uint32_t q = start[c]; q < start[c + 1]; ++q) cell_segs.push_back(segs[seg_of[q]]);
+      visit(bx_lo + (int)(c % W), by_lo + (int)(c / W));
+    }
+  } else {
+    // A line spanning a huge grid: sort (cell, segment) pairs instead of a dense box of buckets.
+    std::vector<uint64_t> pairs;
+    for_each_pair([&](size_t k, int cx, int cy) {
+      pairs.push_back(((uint64_t)cy * (uint64_t)g.nx_ + (uint64_t)cx) << 32 | (uint64_t)k);
+    });
+    std::sort(pairs.begin(), pairs.end());
+    for (size_t a = 0; a < pairs.size();) {
+      const uint64_t cid = pairs[a] >> 32;
+      size_t b = a;
+      cell_segs.clear();
+      while (b < pairs.size() && (pairs[b] >> 32) == cid) cell_segs.push_back(segs[pairs[b] & 0xffffffffu]), ++b;
+      a = b;
+      visit((int)(cid % (uint64_t)g.nx_), (int)(cid / (uint64_t)g.nx_));
+    }
   }
   sort_unique_ids(&out);
   return out;
