@@ -103,11 +103,11 @@ void sort_unique_ids(std::vector<uint32_t>* ids) {
 }  // namespace
 
 int GridIndex::cell_x(float x) const {
-  const float f = std::floor((x - x0_) / cell_);
+  const float f = std::floor((x - x0_) * inv_cell_);
   return (int)std::clamp(f, 0.f, (float)(nx_ - 1));
 }
 int GridIndex::cell_y(float y) const {
-  const float f = std::floor((y - y0_) / cell_);
+  const float f = std::floor((y - y0_) * inv_cell_);
   return (int)std::clamp(f, 0.f, (float)(ny_ - 1));
 }
 
@@ -134,7 +134,7 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
   int64_t nx, ny;
   dims(cell, &nx, &ny);
   while (nx * ny > kMaxCells) cell *= 2, dims(cell, &nx, &ny);
-  g->cell_ = cell, g->x0_ = xmin, g->y0_ = ymin, g->nx_ = (int)nx, g->ny_ = (int)ny;
+  g->cell_ = cell, g->inv_cell_ = 1.f / cell, g->x0_ = xmin, g->y0_ = ymin, g->nx_ = (int)nx, g->ny_ = (int)ny;
 
   // Counting sort by cell: ids stay ascending within a cell because we scan them in order.
   std::vector<uint32_t> cell_of(n, UINT32_MAX);
@@ -148,12 +148,16 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
   for (size_t k = 1; k < g->start_.size(); ++k) g->start_[k] += g->start_[k - 1];
   const size_t m = g->start_.back();
   g->ids_.resize(m), g->xs_.resize(m), g->ys_.resize(m), g->zs_.resize(m);
-  std::vector<uint32_t> fill(g->start_.begin(), g->start_.end() - 1);
+  // Scatter with start_[c] as the write cursor (it ends at the old start_[c+1]), then shift
+  // back by one: no second cursor array over all cells.
+  uint32_t* cursor = g->start_.data();
   for (size_t i = 0; i < n; ++i) {
     if (cell_of[i] == UINT32_MAX) continue;
-    const uint32_t at = fill[cell_of[i]]++;
+    const uint32_t at = cursor[cell_of[i]]++;
     g->ids_[at] = (uint32_t)i, g->xs_[at] = c.x[i], g->ys_[at] = c.y[i], g->zs_[at] = c.z[i];
   }
+  for (size_t k = g->start_.size() - 1; k > 0; --k) g->start_[k] = g->start_[k - 1];
+  g->start_[0] = 0;
   return g;
 }
 

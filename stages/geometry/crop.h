@@ -37,7 +37,7 @@ class GridIndex {
  private:
   friend std::vector<uint32_t> crop_polyline(const PointCloud&, const GridIndex&, const Polyline&,
                                              float, float, float);
-  float cell_ = 1, x0_ = 0, y0_ = 0;
+  float cell_ = 1, inv_cell_ = 1, x0_ = 0, y0_ = 0;  // inv_cell_: a multiply per point, not a divide
   int nx_ = 0, ny_ = 0;
   size_t cloud_size_ = 0;
   std::vector<uint32_t> start_;   // [nx*ny+1]: cell c holds ids_[start_[c] .. start_[c+1])
