@@ -97,7 +97,7 @@ class CropPolyline : public Stage {
     // inside the corridor kept without a per-point test, first segment in range decides).
     if (z_min_ <= -1e9f) z_min_ = -std::numeric_limits<float>::infinity();
     if (z_max_ >= 1e9f) z_max_ = std::numeric_limits<float>::infinity();
-    if (cell_ <= 0) cell_ = radius_ / 3;  // measured fastest in bench/results/geometry.md
+    if (cell_ <= 0) cell_ = radius_ / 2;  // fastest of r, r/2, r/3 on the shipped pipeline (preprocess_bench)
   }
   void process(Item in, const Position&, Emitter& out, RunContext&) override {
     auto s = std::get<std::shared_ptr<Sample>>(in);
@@ -231,7 +231,7 @@ void register_geometry_stages(StageRegistry& r) {
         p_float("z_min", -1e9, "lowest z offset from the line kept, metres (-1e9: no lower bound)"),
         p_float("z_max", 1e9, "highest z offset from the line kept, metres (1e9: no upper bound)"),
         p_int("min_points", 32, "samples with fewer cropped points are dropped (counted)", 1),
-        p_float("cell", 0, "grid cell size of the scene index, metres (0: a third of the radius)", 0),
+        p_float("cell", 0, "grid cell size of the scene index, metres (0: half the radius)", 0),
     };
     s.factory = [](const Params& p) { return std::make_unique<CropPolyline>(p); };
     r.add(std::move(s));

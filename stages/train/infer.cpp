@@ -60,7 +60,7 @@ Prep prep_from(const std::string& text, const std::string& where) {
     }
   }
   if (!have_train) throw Error(where + ": pipeline has no train_step stage to take the model widths from");
-  if (p.cell <= 0) p.cell = p.radius / 3;  // as crop_polyline
+  if (p.cell <= 0) p.cell = p.radius / 2;  // as crop_polyline
   if (p.z_min <= -1e9f) p.z_min = -std::numeric_limits<float>::infinity();
   if (p.z_max >= 1e9f) p.z_max = std::numeric_limits<float>::infinity();
   return p;
