@@ -69,6 +69,11 @@ std::string doctor_report() {
   o << "  CPU cores (hardware threads): " << std::thread::hardware_concurrency() << "\n";
   o << "  oneTBB: " << TBB_VERSION_MAJOR << "." << TBB_VERSION_MINOR << " (interface " << TBB_INTERFACE_VERSION << ")\n";
   o << "  RapidJSON: " << RAPIDJSON_VERSION_STRING << "\n";
+#ifdef SL_PCL_VERSION
+  o << "  PCL: " << SL_PCL_VERSION << " (found at build time; tests and baselines compare against it, the engine does not use it)\n";
+#else
+  o << "  PCL: not found at build time (only the reference tests and baselines need it)\n";
+#endif
   o << "  OpenBLAS: " << openblas_get_config() << " (kernels: " << openblas_get_corename() << ")\n";
 #ifdef SL_WITH_CUDA
   int rt = 0, drv = 0;
