@@ -1,7 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <map>
 #include <set>
 
+#include <rapidjson/document.h>
+#include <unistd.h>
+
+#include "graph/atomic_file.h"
 #include "graph/engine.h"
 #include "graph/spec.h"
 #include "tests/graph/test_stages.h"
@@ -150,6 +156,50 @@ TEST(Engine, DiagnoseNamesTheSaturatedStageAndSuggestsThreads) {
   EXPECT_NE(d.find("'train' waited 71%"), std::string::npos) << d;
   EXPECT_NE(d.find("'crop' is busy 98% with 2 threads"), std::string::npos) << d;
   EXPECT_NE(d.find("give 'crop' more threads"), std::string::npos) << d;
+}
+
+}  // namespace
+}  // namespace sl
+
+namespace sl {
+namespace {
+
+TEST(Engine, TraceFileHoldsASpanPerStageExecutionAndIsValidJson) {
+  test::register_test_stages();
+  test::probe().reset();
+  PipelineSpec spec = parse_pipeline(chain(6, 2, "2", 4), "t.json");
+  RunOptions opt;
+  opt.threads = 2;
+  opt.trace_path = (std::filesystem::temp_directory_path() / ("sl_trace_" + std::to_string(::getpid()) + ".json")).string();
+  auto r = run_pipeline(spec, opt);
+  ASSERT_TRUE(r.ok) << r.error;
+  rapidjson::Document d;
+  d.Parse(read_file(opt.trace_path).c_str());
+  ASSERT_FALSE(d.HasParseError());
+  std::map<std::string, int> spans;
+  for (const auto& e : d["traceEvents"].GetArray())
+    if (std::string(e["ph"].GetString()) == "X") {
+      spans[e["name"].GetString()]++;
+      EXPECT_GE(e["dur"].GetDouble(), 0.0);
+    }
+  // The source runs once per item plus the epoch-end and end-of-stream markers; every other
+  // stage once per envelope (6 items + 2 markers).
+  EXPECT_GE(spans["src"], 8);
+  EXPECT_EQ(spans["expand"], 8);
+  EXPECT_EQ(spans["jitter"], 8);
+  EXPECT_EQ(spans["sink"], 8);
+  std::filesystem::remove(opt.trace_path);
+}
+
+TEST(Spec, DotAndResolvedPipelineRoundTrip) {
+  test::register_test_stages();
+  PipelineSpec s = parse_pipeline(chain(4, 2, "2", 3), "t.json");
+  const std::string dot = to_dot(s);
+  EXPECT_NE(dot.find("\"src\" -> \"expand\" [label=\"SceneRef\"]"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("\"jitter\" -> \"sink\" [label=\"Sample\"]"), std::string::npos) << dot;
+  // The resolved pipeline is itself a valid pipeline that resolves to the same text.
+  PipelineSpec again = parse_pipeline(s.resolved_json(true), "resolved.json");
+  EXPECT_EQ(again.resolved_json(false), s.resolved_json(false));
 }
 
 }  // namespace
