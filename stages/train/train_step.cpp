@@ -252,6 +252,8 @@ class TrainStep : public Stage {
     }
     pos_ = ctx.start;
     pos_skip_ = ctx.start_skip_samples;
+    first_step_ = epoch_start_step_ = step_;  // a resumed run counts its speed and ETA from here
+    epoch_from_start_ = ctx.start.index == 0 && ctx.start_skip_samples == 0;
     std::error_code ec;
     fs::create_directories(ckpt_dir_, ec);
     if (ec) fail(where_ + "/checkpoint/dir", "cannot create '" + ckpt_dir_ + "': " + ec.message());
@@ -294,7 +296,6 @@ class TrainStep : public Stage {
     epoch_ = b->epoch;
     pos_ = b->next;
     pos_skip_ = b->next_skip;
-    samples_in_epoch_ += B;
     if (have_loss) {
       loss_sum_ += loss;
       ++loss_n_;
@@ -315,8 +316,11 @@ class TrainStep : public Stage {
     // starts the next epoch; the partial batch dropped by drop_last is not owed.
     pos_ = Position{m.pos.epoch + 1, 0};
     pos_skip_ = 0;
-    if (steps_per_epoch_ == 0) steps_per_epoch_ = step_ - first_step_;
-    samples_in_epoch_ = 0;
+    // Steps per epoch (for the ETA) from the first epoch seen whole; a resumed run's first
+    // epoch may have started in the middle.
+    if (steps_per_epoch_ == 0 && epoch_from_start_) steps_per_epoch_ = step_ - epoch_start_step_;
+    epoch_start_step_ = step_;
+    epoch_from_start_ = true;
     const int64_t finished_epoch = m.pos.epoch;
     if (!eval_root_.empty() && eval_every_ > 0 && (finished_epoch + 1) % eval_every_ == 0 &&
         finished_epoch + 1 < ctx.epochs)
@@ -367,7 +371,7 @@ class TrainStep : public Stage {
                   (long long)step_, (long long)epoch_, loss, loss_sum_ / std::max<int64_t>(1, loss_n_), (long long)samples_, sps, el);
     metrics_ << line;
     if (ctx_->quiet) return;
-    std::string eta = "after epoch 1";
+    std::string eta = "after a full epoch";
     if (steps_per_epoch_ > 0) {
       const int64_t total = steps_per_epoch_ * ctx_->epochs;
       const double per_step = el / std::max<int64_t>(1, step_ - first_step_);
@@ -459,7 +463,6 @@ class TrainStep : public Stage {
     if (!r.skips.empty())
       say("  (" + std::to_string(r.skips.size()) + " validation sample(s) skipped, e.g. " + r.skips[0].item + ": " +
           r.skips[0].reason + ")");
-    last_eval_ = msg;
     if (ctx.cancelled() || epoch + 1 >= ctx.epochs || (max_steps_ > 0 && step_ >= max_steps_)) ctx.add_summary(msg);
   }
 
@@ -492,12 +495,13 @@ class TrainStep : public Stage {
   float last_loss_ = NAN;
   std::ofstream metrics_;
   bool tty_ = false, stopped_ = false, failed_ = false;
-  int64_t step_ = 0, first_step_ = 0, samples_ = 0, epoch_ = 0, loss_n_ = 0, steps_per_epoch_ = 0, samples_in_epoch_ = 0;
+  int64_t step_ = 0, first_step_ = 0, samples_ = 0, epoch_ = 0, loss_n_ = 0, steps_per_epoch_ = 0, epoch_start_step_ = 0;
+  bool epoch_from_start_ = true;
   double loss_sum_ = 0;
   int64_t t_start_ = 0;
   Position pos_;
   int64_t pos_skip_ = 0;
-  std::string last_saved_, last_eval_, live_key_, pipeline_for_meta_;
+  std::string last_saved_, live_key_, pipeline_for_meta_;
 };
 
 }  // namespace
