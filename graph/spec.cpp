@@ -363,6 +363,9 @@ PipelineSpec parse_pipeline(const std::string& text, const std::string& path,
     if (s.HasMember("id")) {
       if (!s["id"].IsString() || !*s["id"].GetString()) fail(W + "/id", "expected a non-empty string");
       st.id = s["id"].GetString();
+      // Ids name things in reports, traces, DOT and --set: letters, digits, '_' and '-'.
+      if (st.id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos)
+        fail(W + "/id", "'" + st.id + "': use letters, digits, '_' and '-' only");
     } else {
       st.id = st.type;
       s.AddMember("id", Value(st.id.c_str(), a), a);

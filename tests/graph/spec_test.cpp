@@ -89,6 +89,12 @@ TEST(Spec, UnknownKeysAndTypesSuggestTheClosestName) {
   EXPECT_HAS(error_of(t), "unknown stage key 'thread' (did you mean 'threads'?)");
 }
 
+TEST(Spec, StageIdsAreRestrictedToNameCharacters) {
+  std::string t = kGood;
+  t.replace(t.find(R"("id":"jitter")"), 13, R"("id":"ji t.er")");
+  EXPECT_HAS(error_of(t), "/stages/2/id: 'ji t.er': use letters, digits, '_' and '-' only");
+}
+
 TEST(Spec, EdgeToAnUnknownStageIsRejected) {
   std::string t = kGood;
   t.replace(t.find(R"("type":"test_jitter")"), 20, R"("type":"test_jitter","inputs":"expnd")");
