@@ -102,14 +102,15 @@ void sort_unique_ids(std::vector<uint32_t>* ids) {
 
 }  // namespace
 
-int GridIndex::cell_x(float x) const {
-  const float f = std::floor((x - x0_) * inv_cell_);
-  return (int)std::clamp(f, 0.f, (float)(nx_ - 1));
+// floor + clamp to [0, n-1] without std::floor (a library call without SSE4.1): below 0 (or
+// NaN) is cell 0, and for f >= 0 truncation is floor.
+static inline int clamp_cell(float f, int n) {
+  if (!(f > 0.f)) return 0;
+  if (f >= (float)(n - 1)) return n - 1;
+  return (int)f;
 }
-int GridIndex::cell_y(float y) const {
-  const float f = std::floor((y - y0_) * inv_cell_);
-  return (int)std::clamp(f, 0.f, (float)(ny_ - 1));
-}
+int GridIndex::cell_x(float x) const { return clamp_cell((x - x0_) * inv_cell_, nx_); }
+int GridIndex::cell_y(float y) const { return clamp_cell((y - y0_) * inv_cell_, ny_); }
 
 std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float cell_size) {
   if (!(cell_size > 0) || !std::isfinite(cell_size))
@@ -224,20 +225,27 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
       if (keep_point(g.xs_[j], g.ys_[j], g.zs_[j], cell_segs.begin(), cell_segs.end(), r2, z_band, z_min, z_max))
         out.push_back(g.ids_[j]);
   };
-  for_each_pair([&](size_t, int cx, int cy) {
+  // One pass of the reach tests: the pairs and the box of cells they touch.
+  struct Pair {
+    int cx, cy;
+    uint32_t k;
+  };
+  std::vector<Pair> found;
+  for_each_pair([&](size_t k, int cx, int cy) {
+    found.push_back({cx, cy, (uint32_t)k});
     bx_lo = std::min(bx_lo, cx), bx_hi = std::max(bx_hi, cx), by_lo = std::min(by_lo, cy), by_hi = std::max(by_hi, cy);
   });
-  if (bx_lo > bx_hi) return out;
+  if (found.empty()) return out;
   const size_t W = (size_t)(bx_hi - bx_lo + 1), H = (size_t)(by_hi - by_lo + 1);
   if (W * H <= (size_t(1) << 20)) {
-    // Bucket the pairs by cell over the line's bounding box (two passes, no sort): each cell's
-    // segments come out in ascending order, and cells in row-major order.
+    // Bucket the pairs by cell over the line's bounding box (a counting sort, stable): each
+    // cell's segments come out in ascending order, and cells in row-major order.
     std::vector<uint32_t> start(W * H + 1, 0);
-    for_each_pair([&](size_t, int cx, int cy) { ++start[(size_t)(cy - by_lo) * W + (size_t)(cx - bx_lo) + 1]; });
+    for (const Pair& q : found) ++start[(size_t)(q.cy - by_lo) * W + (size_t)(q.cx - bx_lo) + 1];
     for (size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
-    std::vector<uint32_t> seg_of(start.back());
+    std::vector<uint32_t> seg_of(found.size());
     std::vector<uint32_t> fill(start.begin(), start.end() - 1);
-    for_each_pair([&](size_t k, int cx, int cy) { seg_of[fill[(size_t)(cy - by_lo) * W + (size_t)(cx - bx_lo)]++] = (uint32_t)k; });
+    for (const Pair& q : found) seg_of[fill[(size_t)(q.cy - by_lo) * W + (size_t)(q.cx - bx_lo)]++] = q.k;
     for (size_t c = 0; c < W * H; ++c) {
       if (start[c] == start[c + 1]) continue;
       cell_segs.clear();
@@ -247,9 +255,7 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
   } else {
     // A line spanning a huge grid: sort (cell, segment) pairs instead of a dense box of buckets.
     std::vector<uint64_t> pairs;
-    for_each_pair([&](size_t k, int cx, int cy) {
-      pairs.push_back(((uint64_t)cy * (uint64_t)g.nx_ + (uint64_t)cx) << 32 | (uint64_t)k);
-    });
+    for (const Pair& q : found) pairs.push_back(((uint64_t)q.cy * (uint64_t)g.nx_ + (uint64_t)q.cx) << 32 | (uint64_t)q.k);
     std::sort(pairs.begin(), pairs.end());
     for (size_t a = 0; a < pairs.size();) {
       const uint64_t cid = pairs[a] >> 32;
