@@ -17,16 +17,6 @@
 
 namespace sl {
 
-Kind item_kind(const Item& it) {
-  switch (it.index()) {
-    case 0: return Kind::SceneRef;
-    case 1: return Kind::Scene;
-    case 2: return Kind::Sample;
-    case 3: return Kind::Batch;
-  }
-  return Kind::None;
-}
-
 void Stage::process(Item, const Position&, Emitter&, RunContext&) {
   throw Error("stage '" + id + "' takes whole envelopes (process_all), not single items");
 }
@@ -383,22 +373,22 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
   result.interrupted = !run.failed && opt.cancel && opt.cancel->load();
   result.skips = run.skips;
   result.summaries = ctx.summaries();
-  for (auto& rt : run.stages) {
+  for (size_t i = 0; i < run.stages.size(); ++i) {
+    const StageRuntime& rt = *run.stages[i];
+    const bool is_source = (int)i == source;
     StageReport r;
-    r.id = rt->spec->id;
-    r.type = rt->spec->type;
-    r.serial = rt->serial || (int)(&rt - &run.stages[0]) == source;
-    r.threads = r.serial ? 1 : std::min(rt->spec->threads, std::max(1, total_threads));  // what it could use
-    r.items_in = rt->items_in;
-    r.items_out = rt->items_out;
-    r.skipped = rt->skipped;
-    r.invocations = rt->invocations;
-    r.busy_s = rt->busy_ns / 1e9;
-    const int usable = std::min(r.threads, std::max(1, total_threads));
-    r.utilization = result.wall_s > 0 ? r.busy_s / (result.wall_s * usable) : 0;
-    r.wait_input_s = std::max(0.0, result.wall_s * usable - r.busy_s);
-    r.wait_output_s = rt->gap_ns / 1e9;
-    if ((int)(&rt - &run.stages[0]) == source) r.wait_input_s = 0;
+    r.id = rt.spec->id;
+    r.type = rt.spec->type;
+    r.serial = rt.serial || is_source;
+    r.threads = r.serial ? 1 : std::min(rt.spec->threads, std::max(1, total_threads));  // what it could use
+    r.items_in = rt.items_in;
+    r.items_out = rt.items_out;
+    r.skipped = rt.skipped;
+    r.invocations = rt.invocations;
+    r.busy_s = rt.busy_ns / 1e9;
+    r.utilization = result.wall_s > 0 ? r.busy_s / (result.wall_s * r.threads) : 0;
+    r.wait_input_s = is_source ? 0 : std::max(0.0, result.wall_s * r.threads - r.busy_s);
+    r.wait_output_s = rt.gap_ns / 1e9;
     result.stages.push_back(r);
   }
   result.bottleneck = diagnose(result.stages, result.wall_s, total_threads);

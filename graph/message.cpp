@@ -16,12 +16,6 @@ const char* kind_name(Kind k) {
   return "?";
 }
 
-Kind kind_from_name(const std::string& s) {
-  for (Kind k : {Kind::None, Kind::SceneRef, Kind::Scene, Kind::Sample, Kind::Batch, Kind::DeviceBatch})
-    if (s == kind_name(k)) return k;
-  throw Error("unknown message kind '" + s + "'");
-}
-
 std::string Tensor::shape_str() const {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
@@ -32,12 +26,6 @@ int PointCloud::field_index(const std::string& name) const {
   for (size_t i = 0; i < fields.size(); ++i)
     if (fields[i] == name) return (int)i;
   return -1;
-}
-
-size_t Scene::bytes() const {
-  size_t b = (cloud ? cloud->bytes() : 0) + sizeof(Scene);
-  for (const auto& l : lines) b += l.points.size() * sizeof(l.points[0]) + l.category.size() + sizeof(Polyline);
-  return b;
 }
 
 std::string Sample::describe() const {

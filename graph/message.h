@@ -14,7 +14,6 @@ namespace sl {
 
 enum class Kind { None, SceneRef, Scene, Sample, Batch, DeviceBatch };
 const char* kind_name(Kind k);
-Kind kind_from_name(const std::string& s);  // throws sl::Error on an unknown name
 
 // A dense float32 tensor, row-major.
 struct Tensor {
@@ -59,8 +58,6 @@ struct Scene {
   // per epoch, each with its freshly read lines) point at one decoded cloud.
   std::shared_ptr<const PointCloud> cloud;
   std::vector<Polyline> lines;
-  int64_t dropped_invalid = 0;  // NaN points dropped while decoding
-  size_t bytes() const;
 };
 
 struct Sample {

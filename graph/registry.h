@@ -55,7 +55,6 @@ struct StageSchema {
   std::vector<std::string> produces_keys;  // sample keys this stage adds
   std::vector<std::string> removes_keys;   // sample keys this stage consumes (drops)
   std::string requires_from_param;         // a [string] param that names further required keys
-  bool fan_out = false;          // one input may yield many outputs
   bool serial_only = false;      // a stage with state across items (batch, train): always 1 thread, in order
   std::string default_threads = "1";  // "1", "N" or "auto"
   ErrorPolicy default_policy = ErrorPolicy::Fail;

@@ -377,7 +377,6 @@ PipelineSpec parse_pipeline(const std::string& text, const std::string& path,
     Value& th = s["threads"];
     if (th.IsString() && !*th.GetString()) th.SetInt(std::stoi(sc.default_threads));
     st.threads = parse_threads(th, W + "/threads");
-    st.threads_text = th.IsString() ? th.GetString() : std::to_string(th.GetInt64());
     if (sc.serial_only && st.threads != 1)
       fail(W + "/threads", "stage type '" + sc.type + "' keeps state across items and runs on exactly 1 thread");
     if (!s.HasMember("on_error"))
@@ -537,8 +536,6 @@ void validate_graph(const PipelineSpec& spec) {
                                                          ") goes nowhere; end the pipeline with a sink such as train_step or null_sink");
   }
 }
-
-int PipelineSpec::topo_index(const std::string& id) const { return stage(id).index; }
 
 std::string to_dot(const PipelineSpec& spec) {
   std::ostringstream o;

@@ -43,7 +43,6 @@ class Params {
 struct StageSpec {
   std::string id, type;
   int threads = 1;                // resolved: "auto" -> hardware threads
-  std::string threads_text = "1"; // as written ("1", "4", "auto")
   ErrorPolicy policy = ErrorPolicy::Fail;
   std::vector<std::string> inputs;  // resolved: the previous stage when not given
   int index = 0;                    // position in "stages"
@@ -64,7 +63,6 @@ struct PipelineSpec {
   Params params(int stage_index) const;
   std::string resolved_json(bool pretty = true) const;  // every default written out
   const StageSpec& stage(const std::string& id) const;
-  int topo_index(const std::string& id) const;
 };
 
 // Parses `text` (from file `path`), applies `overrides` ("id.key=value", "id.a.b=value" or

@@ -21,8 +21,6 @@ class Trace;
 using Item = std::variant<std::shared_ptr<const SceneRef>, std::shared_ptr<const Scene>,
                           std::shared_ptr<Sample>, std::shared_ptr<Batch>>;
 
-Kind item_kind(const Item& it);
-
 // Where an item sits in the data stream: the epoch and the position of its source item in that
 // epoch's order. Checkpoints store it, so a resumed run continues at the same place.
 struct Position {

@@ -46,7 +46,6 @@ std::shared_ptr<HostBuffer> SlotPool::acquire() {
   if (free_.empty()) return nullptr;
   HostBuffer* b = free_.back();
   free_.pop_back();
-  peak_out_ = std::max(peak_out_, all_.size() - free_.size());
   auto self = shared_from_this();
   return std::shared_ptr<HostBuffer>(b, [self](HostBuffer* p) { self->give_back(p); });
 }
@@ -64,14 +63,6 @@ void SlotPool::give_back(HostBuffer* b) {
 void SlotPool::set_on_return(std::function<void()> f) {
   std::lock_guard<std::mutex> lock(mu_);
   on_return_ = std::move(f);
-}
-size_t SlotPool::free_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return free_.size();
-}
-size_t SlotPool::peak_out() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return peak_out_;
 }
 
 namespace {

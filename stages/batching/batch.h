@@ -65,9 +65,7 @@ class SlotPool : public std::enable_shared_from_this<SlotPool> {
   SlotPool(size_t slots, size_t floats_per_slot, bool pinned);
   std::shared_ptr<HostBuffer> acquire();
   void set_on_return(std::function<void()> f);
-  size_t free_count() const;
   size_t capacity() const { return all_.size(); }
-  size_t peak_out() const;
 
  private:
   void give_back(HostBuffer* b);
@@ -75,7 +73,6 @@ class SlotPool : public std::enable_shared_from_this<SlotPool> {
   std::vector<std::unique_ptr<HostBuffer>> all_;
   std::vector<HostBuffer*> free_;
   std::function<void()> on_return_;
-  size_t peak_out_ = 0;
 };
 
 void register_batch_stages(class StageRegistry& r);

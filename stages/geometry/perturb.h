@@ -17,6 +17,14 @@ namespace sl {
 Tensor resample_polyline(const std::vector<std::array<float, 3>>& points, int L);
 inline Tensor resample_polyline(const Polyline& line, int L) { return resample_polyline(line.points, L); }
 
+// The rows of a line tensor [L,3] as a polyline (for crop and centring around a sample's line).
+inline Polyline polyline_of(const Tensor& line) {
+  Polyline pl;
+  for (int64_t i = 0; i < line.shape[0]; ++i)
+    pl.points.push_back({line.data[i * 3], line.data[i * 3 + 1], line.data[i * 3 + 2]});
+  return pl;
+}
+
 struct PerturbParams {
   float lateral_sigma = 0.3f;   // m, smooth offset perpendicular to the line in xy (per-point std)
   float vertical_sigma = 0.05f; // m, smooth offset along z (per-point std)

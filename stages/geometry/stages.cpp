@@ -33,28 +33,34 @@ Tensor line_tensor(const Polyline& l) {
 class IndexCache {
  public:
   std::shared_ptr<const GridIndex> get(const std::shared_ptr<const PointCloud>& cloud, float cell) {
+    if (auto idx = find(cloud)) return idx;
+    // Built outside the lock: crop threads working on other scenes do not wait for it. Two
+    // threads may build the same index at once; the first one stored is kept.
+    auto built = GridIndex::build(*cloud, cell);
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = entries_.begin(); it != entries_.end();) {
-      if (it->first.expired()) it = entries_.erase(it);
-      else ++it;
-    }
     for (auto& [w, idx] : entries_)
       if (w.lock() == cloud) return idx;
-    auto idx = GridIndex::build(*cloud, cell);
-    entries_.emplace_back(cloud, idx);
-    return idx;
+    entries_.emplace_back(cloud, built);
+    return built;
   }
 
  private:
+  std::shared_ptr<const GridIndex> find(const std::shared_ptr<const PointCloud>& cloud) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::shared_ptr<const GridIndex> hit;
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      auto c = it->first.lock();
+      if (!c) it = entries_.erase(it);  // that cloud is gone (scene done, not cached)
+      else {
+        if (c == cloud) hit = it->second;
+        ++it;
+      }
+    }
+    return hit;
+  }
   std::mutex mu_;
   std::vector<std::pair<std::weak_ptr<const PointCloud>, std::shared_ptr<const GridIndex>>> entries_;
 };
-
-Polyline polyline_of(const Tensor& t) {
-  Polyline pl;
-  for (int64_t i = 0; i < t.shape[0]; ++i) pl.points.push_back({t.data[i * 3], t.data[i * 3 + 1], t.data[i * 3 + 2]});
-  return pl;
-}
 
 // One sample per line piece: lines longer than max_length are cut into equal pieces.
 class SplitLines : public Stage {
@@ -180,10 +186,7 @@ class PerturbLine : public Stage {
   }
   void process(Item in, const Position&, Emitter& out, RunContext&) override {
     auto s = std::get<std::shared_ptr<Sample>>(in);
-    const Tensor& line = s->at("line");
-    std::vector<std::array<float, 3>> pts((size_t)line.shape[0]);
-    for (size_t i = 0; i < pts.size(); ++i) pts[i] = {line.data[i * 3], line.data[i * 3 + 1], line.data[i * 3 + 2]};
-    Tensor truth = resample_polyline(pts, L_);
+    Tensor truth = resample_polyline(polyline_of(s->at("line")), L_);
     Tensor noisy, target;
     perturb_line(truth, prm_, mix_seed(s->seed, 2), &noisy, &target);
     s->tensors["true_line"] = std::move(truth);
@@ -207,7 +210,6 @@ void register_geometry_stages(StageRegistry& r) {
     s.doc = "one sample per line of the scene; lines longer than max_length are cut into equal pieces";
     s.input = Kind::Scene;
     s.output = Kind::Sample;
-    s.fan_out = true;
     s.produces_keys = {"line"};
     s.default_threads = "auto";
     s.params = {p_float("max_length", 10, "lines longer than this are split into equal pieces, one sample each (0: never)", 0)};

@@ -60,7 +60,6 @@ class ReadPcd : public CloudReader {
     opt_.fields = p.get_strings("fields");
     if (opt_.fields.size() != 4) fail(p.where("fields"), "expected 4 field names (mapped to x, y, z, intensity)");
     if (!p.is_null("missing_intensity")) opt_.missing_default = (float)p.get_float("missing_intensity");
-    opt_.drop_nan = true;
   }
 
  protected:

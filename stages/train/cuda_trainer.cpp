@@ -111,17 +111,21 @@ bool cuda_trainer_available(std::string* why) {
   if (why) *why = "this build has no CUDA backend";
   return false;
 }
+// The constructor refuses, so no object exists; the members say so too rather than pretend.
 struct CudaTrainer::Impl {};
-CudaTrainer::CudaTrainer(const LineRefiner&, const Adam&, const std::string& device, const std::string&, const Batch&, int,
-                         bool) {
+[[noreturn]] static void no_cuda(const std::string& device) {
   throw Error("device " + device + " requested, but this build has no CUDA backend");
 }
+CudaTrainer::CudaTrainer(const LineRefiner&, const Adam&, const std::string& device, const std::string&, const Batch&, int,
+                         bool) {
+  no_cuda(device);
+}
 CudaTrainer::~CudaTrainer() = default;
-void CudaTrainer::step(const Batch&) {}
-void CudaTrainer::request_loss() {}
-bool CudaTrainer::poll_loss(float*, int*) { return false; }
-float CudaTrainer::read_loss(int*) { return 0; }
-void CudaTrainer::sync_to_host(LineRefiner&, Adam&) {}
+void CudaTrainer::step(const Batch&) { no_cuda("cuda"); }
+void CudaTrainer::request_loss() { no_cuda("cuda"); }
+bool CudaTrainer::poll_loss(float*, int*) { no_cuda("cuda"); }
+float CudaTrainer::read_loss(int*) { no_cuda("cuda"); }
+void CudaTrainer::sync_to_host(LineRefiner&, Adam&) { no_cuda("cuda"); }
 
 #endif
 

@@ -100,9 +100,7 @@ LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, c
       // As in training: the line resampled to L points is the model's noisy_line, and the
       // crop is taken around it.
       Tensor line_t = resample_polyline(split[k], prep.L);
-      Polyline frame_line;
-      for (int64_t i = 0; i < prep.L; ++i)
-        frame_line.points.push_back({line_t.data[i * 3], line_t.data[i * 3 + 1], line_t.data[i * 3 + 2]});
+      const Polyline frame_line = polyline_of(line_t);
       auto crop = crop_polyline(cloud, *index, frame_line, prep.radius, prep.z_min, prep.z_max);
       Piece pc{l, {}, (int64_t)crop.size() >= prep.min_points};
       if (!pc.ok) {

@@ -158,7 +158,6 @@ inline void register_test_stages() {
     {
       StageSchema s{"test_expand", "one item -> k samples", "test", Kind::SceneRef, Kind::Sample};
       s.produces_keys = {"v"};
-      s.fan_out = true;
       s.params = {p_pos_int("k", 3, "samples per item"), p_int("fail_on", -1, "item index that throws")};
       s.factory = [](const Params& p) { return std::make_unique<Expand>(p); };
       r.add(s);

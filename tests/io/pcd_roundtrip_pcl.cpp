@@ -66,7 +66,9 @@ TEST(PcdPcl, PclWrittenXyziEveryModeReadsEqualToPclLoad) {
     }
     // PCL's ascii writer prints 8 significant digits: not enough to round-trip every float
     // (9 are needed), so both readers agree with each other but not always with the original.
-    if (m != PclMode::Ascii) EXPECT_EQ(inexact_vs_original, 0u);
+    if (m != PclMode::Ascii) {
+      EXPECT_EQ(inexact_vs_original, 0u);
+    }
   }
 }
 
