@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/line_refiner_cuda.h"
-#include "kernels/cuda/ops_cuda.h"
+#include "kernels/adam.h"
+#include "kernels/cuda/runtime.h"
 #include "kernels/model.h"
 
 namespace {
@@ -69,12 +69,10 @@ std::vector<float> time_each(int n, cudaStream_t st, F&& f) {
 
 int run(const Args& a) {
   const sl::ModelConfig cfg;
-  sl::LineRefiner init(cfg, 1);
-  sl::CudaModelOptions opt;
-  opt.precision = a.precision;
-  sl::CudaLineRefiner model(cfg, init.param_data(), opt);
-  cudaStream_t st = nullptr;
-  SL_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  const sl::Precision precision = sl::parse_precision(a.precision);
+  sl::LineRefiner model(cfg, 1, sl::Backend::cuda(0), precision);
+  sl::Adam adam(model.num_params(), {}, sl::Backend::cuda(0));
+  cudaStream_t st = static_cast<cudaStream_t>(model.context().stream);  // the model's own stream
 
   // device-resident synthetic batch
   const size_t nc = size_t(a.B) * a.P * 4, nl = size_t(a.B) * a.L * 3;
@@ -88,20 +86,22 @@ int run(const Args& a) {
   const float *ctx = d, *noisy = d + nc, *target = d + nc + nl;
 
   model.prepare(a.B, a.P, a.L);
-  for (int i = 0; i < 10; ++i) model.step(ctx, noisy, target, a.B, a.P, a.L, st);
+  for (int i = 0; i < 10; ++i) model.step(ctx, noisy, target, a.B, a.P, a.L, adam);
   const std::vector<float> plain =
-      time_each(a.steps, st, [&] { model.step(ctx, noisy, target, a.B, a.P, a.L, st); });
-  const std::vector<sl::cuda::GemmShape> gemms = model.last_step_gemms();
+      time_each(a.steps, st, [&] { model.step(ctx, noisy, target, a.B, a.P, a.L, adam); });
+  std::vector<sl::cuda::GemmShape> gemms;
+  model.record_gemms(&gemms);
+  model.step(ctx, noisy, target, a.B, a.P, a.L, adam);
+  model.record_gemms(nullptr);
 
-  model.load_inputs(ctx, noisy, target, a.B, a.P, a.L, st);
-  for (int i = 0; i < 10; ++i) model.step_graph(a.B, a.P, a.L, st);  // warm-up, capture, replays
-  const std::vector<float> graph =
-      time_each(a.steps, st, [&] { model.step_graph(a.B, a.P, a.L, st); });
+  model.load_inputs(ctx, noisy, target, a.B);
+  for (int i = 0; i < 10; ++i) model.step_inputs(a.B, adam);  // warm-up, capture, replays
+  const std::vector<float> graph = time_each(a.steps, st, [&] { model.step_inputs(a.B, adam); });
   int steps = 0;
-  const float loss = model.read_loss_and_reset(st, &steps);
+  const float loss = model.read_loss(&steps);
 
   // GEMM floor: each GEMM of the step alone, same shapes, same precision, fresh handle.
-  sl::cuda::Blas blas(0, sl::cuda::parse_precision(a.precision));
+  sl::cuda::Blas blas(0, precision);
   blas.bind(st);
   size_t maxA = 1, maxB = 1, maxC = 1;
   for (const auto& g : gemms) {
@@ -121,7 +121,7 @@ int run(const Args& a) {
   for (const auto& g : gemms) {
     auto once = [&] {
       if (g.gemv) {
-        blas.column_sum_acc(C, A, Bm, g.K, g.M);  // y[M] += A[K, M]^T ones[K]
+        blas.column_sum_acc(C, A, g.M, Bm, g.K, g.M);  // y[M] += A[K, M]^T ones[K]
       } else {
         const int lda = g.ta ? g.M : g.K, ldb = g.tb ? g.K : g.N;
         blas.gemm(g.ta, g.tb, g.M, g.N, g.K, 1.f, A, lda, Bm, ldb, 1.f, C, g.N);
@@ -140,14 +140,13 @@ int run(const Args& a) {
   std::printf("\ndevice: %s (%d SMs), precision %s, B=%d P=%d L=%d, %d timed steps each\n",
               prop.name, prop.multiProcessorCount, a.precision.c_str(), a.B, a.P, a.L, a.steps);
   std::printf("model device memory: %.1f MiB, GEMM work per step: %.2f GFLOP\n",
-              double(model.device_bytes()) / (1 << 20), flops * 1e-9);
+              double(model.backend_bytes()) / (1 << 20), flops * 1e-9);
   std::printf("%-22s %10s %12s %14s\n", "", "median_ms", "samples/s", "x GEMM floor");
   std::printf("%-22s %10.3f %12.0f %14.2f\n", "plain step()", mp, a.B / (mp * 1e-3), mp / floor_ms);
   std::printf("%-22s %10.3f %12.0f %14.2f\n", "CUDA graph replay", mg, a.B / (mg * 1e-3), mg / floor_ms);
   std::printf("%-22s %10.3f %12.0f %14.2f\n", "GEMM floor (sum)", floor_ms, a.B / (floor_ms * 1e-3), 1.0);
   std::printf("(mean loss over %d graph steps: %.5f)\n", steps, loss);
   cudaFree(A), cudaFree(Bm), cudaFree(C), cudaFree(d);
-  cudaStreamDestroy(st);
   return 0;
 }
 

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "graph/error.h"
+#include "kernels/ops.h"
+
 namespace sl {
 
 void adam_update(float* params, float* exp_avg, float* exp_avg_sq, const float* grads, size_t n,
@@ -30,26 +33,48 @@ void adam_update(float* params, float* exp_avg, float* exp_avg_sq, const float* 
   });
 }
 
-void adam_update_reference(float* params, float* exp_avg, float* exp_avg_sq, const float* grads,
-                           size_t n, int64_t step, const AdamConfig& cfg) {
-  for (size_t i = 0; i < n; ++i) {
-    double g = grads[i];
-    if (cfg.weight_decay != 0.f) g += double(cfg.weight_decay) * params[i];
-    const double m = double(cfg.beta1) * exp_avg[i] + (1.0 - double(cfg.beta1)) * g;
-    const double v = double(cfg.beta2) * exp_avg_sq[i] + (1.0 - double(cfg.beta2)) * g * g;
-    exp_avg[i] = float(m);
-    exp_avg_sq[i] = float(v);
-    const double mhat = m / (1.0 - std::pow(double(cfg.beta1), double(step)));
-    const double vhat = v / (1.0 - std::pow(double(cfg.beta2), double(step)));
-    params[i] = float(params[i] - double(cfg.lr) * mhat / (std::sqrt(vhat) + double(cfg.eps)));
-  }
+namespace {
+constexpr size_t kStateBytes = 16;  // int64 t, float scalars[2]
 }
 
-Adam::Adam(size_t n, AdamConfig cfg) : exp_avg(n, 0.f), exp_avg_sq(n, 0.f), cfg_(cfg) {}
+Adam::Adam(size_t n, AdamConfig cfg, Backend backend)
+    : n_(n),
+      cfg_(cfg),
+      m_(backend, n * sizeof(float), "Adam exp_avg"),
+      v_(backend, n * sizeof(float), "Adam exp_avg_sq"),
+      state_(backend, kStateBytes, "Adam step state") {}
+Adam::~Adam() = default;
+Adam::Adam(Adam&&) noexcept = default;
+Adam& Adam::operator=(Adam&&) noexcept = default;
 
-void Adam::step(float* params, const float* grads) {
-  ++step_count;
-  adam_update(params, exp_avg.data(), exp_avg_sq.data(), grads, exp_avg.size(), step_count, cfg_);
+void Adam::step(const OpContext& c, float* params, const float* grads) {
+  if (!(c.backend == backend())) fail("Adam", "state on " + backend().name() + ", step on " + c.backend.name());
+  const AdamState st{state_.as<int64_t>(), reinterpret_cast<float*>(state_.as<char>() + 8)};
+  adam_step(c, st, params, m_.as<float>(), v_.as<float>(), grads, n_, cfg_);
+}
+
+std::vector<float> Adam::exp_avg(const OpContext& c) const {
+  std::vector<float> h(n_);
+  copy_to_host(c, h.data(), m_.data(), n_ * sizeof(float));
+  return h;
+}
+
+std::vector<float> Adam::exp_avg_sq(const OpContext& c) const {
+  std::vector<float> h(n_);
+  copy_to_host(c, h.data(), v_.data(), n_ * sizeof(float));
+  return h;
+}
+
+int64_t Adam::step_count(const OpContext& c) const {
+  int64_t t = 0;
+  copy_to_host(c, &t, state_.data(), sizeof t);
+  return t;
+}
+
+void Adam::load(const OpContext& c, const float* m, const float* v, int64_t step) {
+  copy_from_host(c, m_.data(), m, n_ * sizeof(float));
+  copy_from_host(c, v_.data(), v, n_ * sizeof(float));
+  copy_from_host(c, state_.data(), &step, sizeof step);
 }
 
 }  // namespace sl

@@ -30,13 +30,22 @@ void save_checkpoint(const std::string& path, const LineRefiner& model, const Ad
   StFile f;
   f.metadata = metadata;
   f.metadata["format"] = "streamline.line_refiner.v1";
-  if (adam) f.metadata["adam.step"] = std::to_string(adam->step_count);
-  else f.metadata.erase("adam.step");
+  // Host copies of the state, on whichever backend it lives (CUDA: waits for the model).
+  const OpContext& c = model.context();
+  std::vector<float> params(model.num_params()), m, v;
+  model.download_params(params.data());
+  if (adam) {
+    f.metadata["adam.step"] = std::to_string(adam->step_count(c));
+    m = adam->exp_avg(c);
+    v = adam->exp_avg_sq(c);
+  } else {
+    f.metadata.erase("adam.step");
+  }
   for (const ParamInfo& p : model.params()) {
-    f.tensors[p.name] = st_view_f32(model.param_data() + p.offset, p.shape);
+    f.tensors[p.name] = st_view_f32(params.data() + p.offset, p.shape);
     if (adam) {
-      f.tensors[kExpAvg + p.name] = st_view_f32(adam->exp_avg.data() + p.offset, p.shape);
-      f.tensors[kExpAvgSq + p.name] = st_view_f32(adam->exp_avg_sq.data() + p.offset, p.shape);
+      f.tensors[kExpAvg + p.name] = st_view_f32(m.data() + p.offset, p.shape);
+      f.tensors[kExpAvgSq + p.name] = st_view_f32(v.data() + p.offset, p.shape);
     }
   }
   write_safetensors(path, f);
@@ -83,17 +92,18 @@ void load_checkpoint(const std::string& path, LineRefiner& model, Adam* adam,
     need(p.name, p);
     if (adam) need(kExpAvg + p.name, p), need(kExpAvgSq + p.name, p);
   }
-  // then copy
+  // then copy (host staging, then one upload per buffer to the model's backend)
+  std::vector<float> params(model.num_params()), m, v;
+  if (adam) m.resize(params.size()), v.resize(params.size());
   for (const ParamInfo& p : model.params()) {
-    std::memcpy(model.param_data() + p.offset, need(p.name, p).bytes.data(), p.numel * 4);
+    std::memcpy(params.data() + p.offset, need(p.name, p).bytes.data(), p.numel * 4);
     if (adam) {
-      std::memcpy(adam->exp_avg.data() + p.offset, need(kExpAvg + p.name, p).bytes.data(),
-                  p.numel * 4);
-      std::memcpy(adam->exp_avg_sq.data() + p.offset, need(kExpAvgSq + p.name, p).bytes.data(),
-                  p.numel * 4);
+      std::memcpy(m.data() + p.offset, need(kExpAvg + p.name, p).bytes.data(), p.numel * 4);
+      std::memcpy(v.data() + p.offset, need(kExpAvgSq + p.name, p).bytes.data(), p.numel * 4);
     }
   }
-  if (adam) adam->step_count = step;
+  model.upload_params(params.data());
+  if (adam) adam->load(model.context(), m.data(), v.data(), step);
   if (metadata_out) *metadata_out = f.metadata;
 }
 

@@ -1,26 +1,39 @@
+// The LineRefiner's layer sequence, written once over kernels/ops.h for both backends.
 #include "kernels/model.h"
 
-#include <tbb/parallel_for.h>
-
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "graph/error.h"
+#include "kernels/cuda/runtime.h"
 #include "kernels/ops.h"
 
 namespace sl {
 
 namespace {
 
-struct Layer {
-  int in, out;
-};
+uint64_t splitmix64(uint64_t& s) {
+  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
 
-struct Layout {
-  std::vector<Layer> enc, line, reg;  // reg includes the final output layer
-};
+constexpr size_t kAlign = 256;  // bytes: every workspace buffer starts on this boundary
 
-Layout layout_of(const ModelConfig& c) {
+// The loss bookkeeping as it sits in the workspace ("loss") and in its host mirror.
+struct HostLoss {
+  double sum;
+  int32_t count;
+  float last;
+};
+static_assert(sizeof(HostLoss) == 16);
+
+}  // namespace
+
+ModelLayout model_layout(const ModelConfig& c) {
   auto check = [](const std::vector<int>& w, const char* what) {
     if (w.empty()) fail("model config", std::string(what) + " has no layers");
     for (int v : w)
@@ -31,38 +44,31 @@ Layout layout_of(const ModelConfig& c) {
   check(c.regressor, "regressor");
   if (c.in_channels <= 0 || c.line_channels <= 0 || c.out_channels <= 0)
     fail("model config", "channel counts must be positive");
-  Layout l;
+  ModelLayout l;
+  size_t off = 0;
+  auto add = [&](std::vector<Layer>& dst, int in, int out) {
+    dst.push_back({in, out, off, off + size_t(out) * in});
+    off += size_t(out) * in + out;
+  };
   int prev = c.in_channels;
-  for (int w : c.encoder) l.enc.push_back({prev, w}), prev = w;
+  for (int w : c.encoder) add(l.enc, prev, w), prev = w;
   prev = c.line_channels;
-  for (int w : c.line_mlp) l.line.push_back({prev, w}), prev = w;
+  for (int w : c.line_mlp) add(l.line, prev, w), prev = w;
   prev = c.encoder.back() + c.line_mlp.back();
-  for (int w : c.regressor) l.reg.push_back({prev, w}), prev = w;
-  l.reg.push_back({prev, c.out_channels});
+  for (int w : c.regressor) add(l.reg, prev, w), prev = w;
+  add(l.reg, prev, c.out_channels);
   return l;
 }
 
-uint64_t splitmix64(uint64_t& s) {
-  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
-
 std::vector<ParamInfo> make_param_table(const ModelConfig& cfg) {
-  const Layout l = layout_of(cfg);
+  const ModelLayout l = model_layout(cfg);
   std::vector<ParamInfo> t;
-  size_t off = 0;
   auto add = [&](const std::string& prefix, const std::vector<Layer>& layers) {
     for (size_t i = 0; i < layers.size(); ++i) {
       const std::string base = prefix + "." + std::to_string(2 * i);
-      const size_t nw = size_t(layers[i].out) * layers[i].in;
-      t.push_back({base + ".weight", {layers[i].out, layers[i].in, 1}, off, nw});
-      off += nw;
-      t.push_back({base + ".bias", {layers[i].out}, off, size_t(layers[i].out)});
-      off += layers[i].out;
+      const Layer& y = layers[i];
+      t.push_back({base + ".weight", {y.out, y.in, 1}, y.w, size_t(y.out) * y.in});
+      t.push_back({base + ".bias", {y.out}, y.b, size_t(y.out)});
     }
   };
   add("encoder", l.enc);
@@ -71,122 +77,342 @@ std::vector<ParamInfo> make_param_table(const ModelConfig& cfg) {
   return t;
 }
 
-// ---- reference model --------------------------------------------------------------------------
-template <class T>
-T line_refiner_reference(const ModelConfig& cfg, const T* params, T* grads, const T* context,
-                         const T* noisy_line, const T* target_offset, int B, int P, int L,
-                         T* pred) {
-  const Layout lay = layout_of(cfg);
-  const std::vector<ParamInfo> table = make_param_table(cfg);
-  size_t ti = 0;  // walks the table: weight, bias per layer
-  struct Ref {
-    const Layer* l;
-    size_t w, b;
-  };
-  auto take = [&](const std::vector<Layer>& ls) {
-    std::vector<Ref> r;
-    for (const Layer& l : ls) {
-      r.push_back({&l, table[ti].offset, table[ti + 1].offset});
-      ti += 2;
-    }
-    return r;
-  };
-  const auto enc = take(lay.enc), line = take(lay.line), reg = take(lay.reg);
-  const int G = cfg.encoder.back(), F = cfg.line_mlp.back();
-  const int64_t NP = int64_t(B) * P, NL = int64_t(B) * L;
-
-  // forward, keeping every activation
-  auto run = [&](const std::vector<Ref>& ls, const T* x, int64_t n, bool relu_last,
-                 std::vector<std::vector<T>>& acts) {
-    const T* in = x;
-    for (size_t i = 0; i < ls.size(); ++i) {
-      acts.emplace_back(size_t(n) * ls[i].l->out);
-      const bool relu = i + 1 < ls.size() || relu_last;
-      linear_forward_reference(acts.back().data(), in, params + ls[i].w, params + ls[i].b, n,
-                               ls[i].l->in, ls[i].l->out, relu);
-      in = acts.back().data();
-    }
-  };
-  std::vector<std::vector<T>> ea, la, ra;
-  run(enc, context, NP, true, ea);
-  std::vector<T> global(size_t(B) * G);
-  std::vector<int32_t> argmax(size_t(B) * G);
-  maxpool_forward(global.data(), argmax.data(), ea.back().data(), B, P, G);
-  run(line, noisy_line, NL, true, la);
-  std::vector<T> cat(size_t(NL) * (G + F));
-  concat_forward(cat.data(), global.data(), la.back().data(), B, L, G, F);
-  run(reg, cat.data(), NL, false, ra);
-  const int OUT = cfg.out_channels;
-  const T loss = mse_forward(ra.back().data(), target_offset, NL * OUT);
-  if (pred) std::copy(ra.back().begin(), ra.back().end(), pred);
-  if (!grads) return loss;
-
-  // backward, in exact reverse order
-  auto back = [&](const std::vector<Ref>& ls, const T* x, int64_t n, bool relu_last,
-                  std::vector<std::vector<T>>& acts, std::vector<T> dout, T* dx) {
-    for (size_t i = ls.size(); i-- > 0;) {
-      const T* in = i == 0 ? x : acts[i - 1].data();
-      std::vector<T> din(size_t(n) * ls[i].l->in, T(0));
-      const bool relu = i + 1 < ls.size() || relu_last;
-      linear_backward_reference(din.data(), grads + ls[i].w, grads + ls[i].b, dout.data(),
-                                acts[i].data(), in, params + ls[i].w, n, ls[i].l->in,
-                                ls[i].l->out, relu);
-      dout = std::move(din);
-    }
-    if (dx)
-      for (size_t k = 0; k < dout.size(); ++k) dx[k] += dout[k];
-  };
-  std::vector<T> dpred(size_t(NL) * OUT, T(0));
-  mse_backward(dpred.data(), ra.back().data(), target_offset, NL * OUT);
-  std::vector<T> dcat(size_t(NL) * (G + F), T(0));
-  back(reg, cat.data(), NL, false, ra, dpred, dcat.data());
-  std::vector<T> dglobal(size_t(B) * G, T(0)), dfeat(size_t(NL) * F, T(0));
-  concat_backward(dglobal.data(), dfeat.data(), dcat.data(), B, L, G, F);
-  back(line, noisy_line, NL, true, la, dfeat, nullptr);
-  std::vector<T> dlast(size_t(NP) * G, T(0));
-  maxpool_backward(dlast.data(), dglobal.data(), argmax.data(), B, P, G);
-  back(enc, context, NP, true, ea, dlast, nullptr);
-  return loss;
+size_t num_model_params(const ModelConfig& cfg) {
+  const std::vector<ParamInfo> t = make_param_table(cfg);
+  return t.back().offset + t.back().numel;
 }
 
-template float line_refiner_reference<float>(const ModelConfig&, const float*, float*,
-                                             const float*, const float*, const float*, int, int,
-                                             int, float*);
-template double line_refiner_reference<double>(const ModelConfig&, const double*, double*,
-                                               const double*, const double*, const double*, int,
-                                               int, int, double*);
+size_t batch_input_floats(const ModelConfig& cfg, int B, int P, int L) {
+  return size_t(B) * P * cfg.in_channels + size_t(B) * L * cfg.line_channels + size_t(B) * L * cfg.out_channels;
+}
 
-// ---- fast model -------------------------------------------------------------------------------
-struct LineRefiner::Workspace {
-  int B = -1, P = -1, L = -1;
-  // forward, saved for backward
-  std::vector<std::vector<float>> enc_act;  // [B*P, enc[i].out] for all but the last layer
-  std::vector<float> global;                // [B, G]
-  std::vector<int32_t> argmax;              // [B, G]
-  std::vector<std::vector<float>> line_act, reg_act;  // [B*L, width]
-  std::vector<float> scratch;                         // [B, reg[0].out]
-  // backward
-  std::vector<std::vector<float>> dline, dreg;  // same shapes as line_act/reg_act
-  std::vector<float> dglobal;                   // [B, G]
-  std::vector<int32_t> row_of;                  // [B*P]: compact index of an argmax row or -1
-  std::vector<int32_t> sample_rows;             // [B+1] prefix sums of compact rows per sample
-  std::vector<int32_t> din_row;                 // [B, G] compact row of each (b, channel)
-  std::vector<int64_t> compact_src;             // [U] source row b*P+p of each compact row
-  std::vector<std::vector<float>> cin, cd;      // compact enc inputs / their grads [U, width]
+// ---- the workspace ------------------------------------------------------------------------------
+const WorkspaceBuffer& WorkspaceLayout::at(const std::string& name) const {
+  for (const WorkspaceBuffer& b : buffers)
+    if (b.name == name) return b;
+  fail("model workspace", "no buffer named '" + name + "'");
+}
+
+bool WorkspaceLayout::has(const std::string& name) const {
+  for (const WorkspaceBuffer& b : buffers)
+    if (b.name == name) return true;
+  return false;
+}
+
+WorkspaceLayout model_workspace(const ModelConfig& cfg, int B, int P, int L, const Backend& backend) {
+  const ModelLayout lay = model_layout(cfg);
+  if (B <= 0 || P <= 0 || L <= 0) fail("model workspace", "B, P and L must be positive");
+  const int64_t NP = int64_t(B) * P, NL = int64_t(B) * L;
+  const int G = cfg.encoder.back();
+  const int64_t U = argmax_rows_capacity(B, P, G);
+  const bool cuda = backend.is_cuda();
+  WorkspaceLayout w;
+  auto add = [&](const std::string& name, std::vector<int64_t> shape, size_t elem) {
+    size_t n = 1;
+    for (int64_t d : shape) n *= size_t(d);
+    w.buffers.push_back({name, std::move(shape), elem, w.total_bytes, n * elem});
+    w.total_bytes += (n * elem + kAlign - 1) / kAlign * kAlign;
+  };
+  const std::string s;
+  add("input.context", {NP, cfg.in_channels}, 4);
+  add("input.noisy_line", {NL, cfg.line_channels}, 4);
+  add("input.target_offset", {NL, cfg.out_channels}, 4);
+  for (size_t i = 0; i + 1 < lay.enc.size(); ++i) add("enc.act." + std::to_string(i), {NP, lay.enc[i].out}, 4);
+  if (cuda) add("enc.pre_max", {NP, G}, 4);
+  add("global", {B, G}, 4);
+  add("argmax", {B, G}, 4);
+  for (size_t i = 0; i < lay.line.size(); ++i) add("line.act." + std::to_string(i), {NL, lay.line[i].out}, 4);
+  for (size_t i = 0; i < lay.reg.size(); ++i) add("reg.act." + std::to_string(i), {NL, lay.reg[i].out}, 4);
+  add("reg.scratch", {B, lay.reg[0].out}, 4);
+  add("rows.row_of", {NP}, 4);
+  add("rows.sample_rows", {B + 1}, 4);
+  add("rows.source", {U}, 8);
+  add("rows.din_row", {B, G}, 4);
+  add("rows.chan_begin", {U}, 4);
+  add("rows.chan_count", {U}, 4);
+  add("rows.chans", {B, G}, 4);
+  for (size_t i = 0; i < lay.enc.size(); ++i) add("enc.in." + std::to_string(i), {U, lay.enc[i].in}, 4);
+  for (size_t i = 1; i < lay.enc.size(); ++i) add("enc.cgrad." + std::to_string(i), {U, lay.enc[i].in}, 4);
+  add("dglobal", {B, G}, 4);
+  for (size_t i = 0; i < lay.line.size(); ++i) add("line.grad." + std::to_string(i), {NL, lay.line[i].out}, 4);
+  for (size_t i = 0; i < lay.reg.size(); ++i) add("reg.grad." + std::to_string(i), {NL, lay.reg[i].out}, 4);
+  add("loss", {1}, sizeof(HostLoss));
+  if (cuda) add("ones", {std::max({NL, U, int64_t(B)})}, 4);
+  return w;
+}
+
+// ---- the model ----------------------------------------------------------------------------------
+struct LineRefiner::Impl {
+  // Declared first, destroyed last: everything below may use the stream.
+  Backend backend;
+  void* stream = nullptr;  // CUDA: the model's own non-blocking stream
+  OpContext ctx;
+  std::unique_ptr<cuda::Blas> blas;
+  std::unique_ptr<cuda::StepGraph> graph;
+  const Adam* graph_adam = nullptr;  // the Adam baked into the captured graph
+  ModelLayout lay;
+  Buffer params, grads;
+  // workspace of the prepared shape
+  WorkspaceLayout ws;
+  Buffer mem;
+  int cap = 0, P = 0, L = 0;
+  int last_B = 0;
+  int64_t last_U = -1;
+  // resolved buffer pointers
+  float *in_ctx = nullptr, *in_noisy = nullptr, *in_target = nullptr, *pre_max = nullptr, *global = nullptr,
+        *scratch = nullptr, *dglobal = nullptr;
+  int32_t* argmax = nullptr;
+  std::vector<float*> enc_act, line_act, reg_act, enc_in, enc_cgrad, line_grad, reg_grad;
+  ArgmaxRows rows;
+  LossState<float> loss;
+  // loss readback
+  HostLoss* host_loss = nullptr;  // pinned on CUDA
+  HostLoss cpu_loss{};
+  void* loss_event = nullptr;
+  bool loss_pending = false;
+
+  template <class T>
+  T* at(const std::string& name) const {
+    return reinterpret_cast<T*>(mem.as<char>() + ws.at(name).offset);
+  }
+  void zero(void* p, size_t bytes) const { zero_async(ctx, p, bytes); }
+
+  void check_prepared(int B, int P_, int L_) const {
+    if (cap == 0) fail("LineRefiner", "no workspace yet: call prepare(capacity, P, L) first");
+    if (B <= 0 || B > cap || P_ != P || L_ != L)
+      fail("LineRefiner", "batch B=" + std::to_string(B) + ", P=" + std::to_string(P_) + ", L=" +
+                              std::to_string(L_) + " does not fit the prepared workspace (capacity " +
+                              std::to_string(cap) + ", P=" + std::to_string(P) + ", L=" + std::to_string(L) + ")");
+  }
+
+  // ---- the layer sequence --------------------------------------------------------------------
+  void forward(const float* context, const float* noisy, int B) {
+    const OpContext& c = ctx;
+    const float* p = params.as<float>();
+    const int64_t NP = int64_t(B) * P, NL = int64_t(B) * L;
+    const size_t nE = lay.enc.size(), nR = lay.reg.size();
+    const int G = lay.enc.back().out, F = lay.line.back().out;
+    // encoder: all but the last layer dense (saved), the last fused with the max over points
+    const float* in = context;
+    for (size_t i = 0; i < nE; ++i) {
+      const Layer& y = lay.enc[i];
+      if (i + 1 < nE) {
+        linear_forward(c, enc_act[i], in, p + y.w, p + y.b, NP, y.in, y.out, true);
+        in = enc_act[i];
+      } else {
+        linear_relu_max_forward(c, global, argmax, in, p + y.w, p + y.b, B, P, y.in, y.out, pre_max);
+      }
+    }
+    in = noisy;
+    for (size_t i = 0; i < lay.line.size(); ++i) {
+      const Layer& y = lay.line[i];
+      linear_forward(c, line_act[i], in, p + y.w, p + y.b, NL, y.in, y.out, true);
+      in = line_act[i];
+    }
+    for (size_t i = 0; i < nR; ++i) {
+      const Layer& y = lay.reg[i];
+      const bool relu = i + 1 < nR;
+      if (i == 0)
+        global_line_linear_forward(c, reg_act[0], global, line_act.back(), p + y.w, p + y.b, B, L, G, F, y.out, relu,
+                                   scratch);
+      else
+        linear_forward(c, reg_act[i], reg_act[i - 1], p + y.w, p + y.b, NL, y.in, y.out, relu);
+    }
+    last_B = B;
+  }
+
+  void forward_backward(const float* context, const float* noisy, const float* target, int B) {
+    forward(context, noisy, B);
+    const OpContext& c = ctx;
+    const float* p = params.as<float>();
+    float* g = grads.as<float>();
+    zero(g, grads.bytes());
+    const int64_t NL = int64_t(B) * L;
+    const size_t nE = lay.enc.size(), nLn = lay.line.size(), nR = lay.reg.size();
+    const int G = lay.enc.back().out, F = lay.line.back().out;
+    auto zero_rows = [&](float* buf, int64_t rows, int width) { zero(buf, size_t(rows) * width * sizeof(float)); };
+
+    const int64_t n_out = NL * lay.reg.back().out;
+    mse_loss(c, loss, reg_act.back(), target, n_out);
+    zero_rows(reg_grad.back(), NL, lay.reg.back().out);
+    mse_backward(c, reg_grad.back(), reg_act.back(), target, n_out);
+
+    // regressor, reverse; layer 0 is the fused global/line layer
+    for (size_t i = nR; i-- > 1;) {
+      const Layer& y = lay.reg[i];
+      zero_rows(reg_grad[i - 1], NL, y.in);
+      linear_backward(c, reg_grad[i - 1], g + y.w, g + y.b, reg_grad[i], reg_act[i], reg_act[i - 1], p + y.w, NL,
+                      y.in, y.out, i + 1 < nR);
+    }
+    zero_rows(dglobal, B, G);
+    zero_rows(line_grad.back(), NL, F);
+    {
+      const Layer& y = lay.reg[0];
+      global_line_linear_backward(c, dglobal, line_grad.back(), g + y.w, g + y.b, reg_grad[0], reg_act[0], global,
+                                  line_act.back(), p + y.w, B, L, G, F, y.out, nR > 1, scratch);
+    }
+    // line MLP, reverse (no gradient for the network input)
+    for (size_t i = nLn; i-- > 0;) {
+      const Layer& y = lay.line[i];
+      float* din = nullptr;
+      if (i > 0) {
+        zero_rows(line_grad[i - 1], NL, y.in);
+        din = line_grad[i - 1];
+      }
+      linear_backward(c, din, g + y.w, g + y.b, line_grad[i], line_act[i], i > 0 ? line_act[i - 1] : noisy, p + y.w,
+                      NL, y.in, y.out, true);
+    }
+    // encoder: only the argmax rows of active channels receive gradient. Compact them and run
+    // the dense layers on those rows only.
+    const int64_t U = compact_argmax_rows(c, rows, global, argmax, B, P, G);
+    last_U = U;
+    for (size_t i = 0; i < nE; ++i) gather_rows(c, enc_in[i], i == 0 ? context : enc_act[i - 1], rows.source, U, lay.enc[i].in);
+    const Layer& yl = lay.enc[nE - 1];
+    float* dlast = nullptr;
+    if (nE > 1) {
+      zero_rows(enc_cgrad[nE - 1], U, yl.in);
+      dlast = enc_cgrad[nE - 1];
+    }
+    linear_relu_max_backward(c, dlast, rows, g + yl.w, g + yl.b, dglobal, global, argmax,
+                             nE > 1 ? enc_act[nE - 2] : context, p + yl.w, B, P, yl.in, yl.out);
+    for (size_t i = nE - 1; i-- > 0;) {
+      // layer i: input enc_in[i] [U, in], output = enc_in[i+1] (saved, post-ReLU)
+      const Layer& y = lay.enc[i];
+      float* din = nullptr;
+      if (i > 0) {
+        zero_rows(enc_cgrad[i], U, y.in);
+        din = enc_cgrad[i];
+      }
+      linear_backward(c, din, g + y.w, g + y.b, enc_cgrad[i + 1], enc_in[i + 1], enc_in[i], p + y.w, U, y.in, y.out,
+                      true);
+    }
+  }
+
+  void step(const float* context, const float* noisy, const float* target, int B, Adam& adam) {
+    forward_backward(context, noisy, target, B);
+    adam.step(ctx, params.as<float>(), grads.as<float>());
+  }
+
+  void drop_graph() {
+    if (graph) graph->reset();
+    graph_adam = nullptr;
+  }
+
+  void release_workspace() {
+    drop_graph();
+    if (backend.is_cuda() && stream) synchronize(ctx);
+    mem = Buffer();
+    cap = P = L = 0;
+    last_B = 0;
+    last_U = -1;
+  }
+
+  void prepare(const ModelConfig& cfg, int capacity, int P_, int L_) {
+    if (cap > 0 && capacity <= cap && P_ == P && L_ == L) return;
+    release_workspace();
+    ws = model_workspace(cfg, capacity, P_, L_, backend);
+    mem = Buffer(backend, ws.total_bytes, "the model workspace (batch " + std::to_string(capacity) + ")");
+    cap = capacity, P = P_, L = L_;
+    in_ctx = at<float>("input.context");
+    in_noisy = at<float>("input.noisy_line");
+    in_target = at<float>("input.target_offset");
+    pre_max = ws.has("enc.pre_max") ? at<float>("enc.pre_max") : nullptr;
+    global = at<float>("global");
+    argmax = at<int32_t>("argmax");
+    scratch = at<float>("reg.scratch");
+    dglobal = at<float>("dglobal");
+    auto list = [&](std::vector<float*>& v, const std::string& prefix, size_t first, size_t n) {
+      v.assign(n, nullptr);
+      for (size_t i = first; i < n; ++i) v[i] = at<float>(prefix + std::to_string(i));
+    };
+    list(enc_act, "enc.act.", 0, lay.enc.size() - 1);
+    list(line_act, "line.act.", 0, lay.line.size());
+    list(reg_act, "reg.act.", 0, lay.reg.size());
+    list(enc_in, "enc.in.", 0, lay.enc.size());
+    list(enc_cgrad, "enc.cgrad.", 1, lay.enc.size());
+    list(line_grad, "line.grad.", 0, lay.line.size());
+    list(reg_grad, "reg.grad.", 0, lay.reg.size());
+    rows.row_of = at<int32_t>("rows.row_of");
+    rows.sample_rows = at<int32_t>("rows.sample_rows");
+    rows.source = at<int64_t>("rows.source");
+    rows.din_row = at<int32_t>("rows.din_row");
+    rows.chan_begin = at<int32_t>("rows.chan_begin");
+    rows.chan_count = at<int32_t>("rows.chan_count");
+    rows.chans = at<int32_t>("rows.chans");
+    char* l = at<char>("loss");
+    loss = {reinterpret_cast<double*>(l), reinterpret_cast<int32_t*>(l + 8), reinterpret_cast<float*>(l + 12)};
+    if (ws.has("ones")) {
+      const WorkspaceBuffer& o = ws.at("ones");
+      ctx.ones = at<float>("ones");
+      ctx.ones_len = o.shape[0];
+      fill(ctx, const_cast<float*>(ctx.ones), 1.f, size_t(ctx.ones_len));
+      synchronize(ctx);
+    }
+  }
 };
 
-LineRefiner::LineRefiner(ModelConfig cfg, uint64_t seed)
-    : cfg_(std::move(cfg)), table_(make_param_table(cfg_)) {
-  const size_t n = table_.back().offset + table_.back().numel;
-  params_.assign(n, 0.f);
-  grads_.assign(n, 0.f);
+LineRefiner::LineRefiner(ModelConfig cfg, uint64_t seed, Backend backend, Precision precision)
+    : cfg_(std::move(cfg)), table_(make_param_table(cfg_)), impl_(std::make_unique<Impl>()) {
+  check_precision(backend, precision);
+  n_ = table_.back().offset + table_.back().numel;
+  Impl& I = *impl_;
+  I.backend = backend;
+  I.lay = model_layout(cfg_);
+  I.ctx.backend = backend;
+  I.ctx.precision = precision;
+  if (backend.is_cuda()) {
+#ifdef SL_WITH_CUDA
+    I.stream = cuda::stream_create(backend.device);
+    I.ctx.stream = I.stream;
+    I.blas = std::make_unique<cuda::Blas>(backend.device, precision);
+    I.blas->bind(I.stream);
+    I.ctx.blas = I.blas.get();
+    I.graph = std::make_unique<cuda::StepGraph>();
+    I.loss_event = cuda::event_create(backend.device);
+    I.host_loss = static_cast<HostLoss*>(cuda::pinned_alloc(sizeof(HostLoss)));
+#else
+    throw Error("LineRefiner on " + backend.name() + ": this build has no CUDA backend (no CUDA toolkit was found at build time)");
+#endif
+  } else {
+    I.host_loss = &I.cpu_loss;
+  }
+  I.params = Buffer(backend, n_ * sizeof(float), "the model parameters");
+  I.grads = Buffer(backend, n_ * sizeof(float), "the model gradients");
   init(seed);
 }
-LineRefiner::~LineRefiner() = default;
+
+LineRefiner::~LineRefiner() {
+  if (!impl_) return;
+  Impl& I = *impl_;
+  if (!I.backend.is_cuda()) return;
+#ifdef SL_WITH_CUDA
+  // Order matters: nothing queued may still run when memory, the handle or the stream go.
+  cuda::stream_sync_noexcept(I.stream);
+  I.graph.reset();
+  I.blas.reset();
+  I.mem = Buffer();
+  I.params = Buffer();
+  I.grads = Buffer();
+  cuda::pinned_free(I.host_loss);
+  cuda::event_destroy(I.backend.device, I.loss_event);
+  cuda::stream_destroy(I.backend.device, I.stream);
+#endif
+}
+
 LineRefiner::LineRefiner(LineRefiner&&) noexcept = default;
-LineRefiner& LineRefiner::operator=(LineRefiner&&) noexcept = default;
+LineRefiner& LineRefiner::operator=(LineRefiner&& o) noexcept {
+  if (this != &o) {
+    LineRefiner dying(std::move(*this));  // releases the old state in order
+    cfg_ = std::move(o.cfg_);
+    table_ = std::move(o.table_);
+    n_ = o.n_;
+    impl_ = std::move(o.impl_);
+  }
+  return *this;
+}
 
 void LineRefiner::init(uint64_t seed) {
+  std::vector<float> h(n_);
   uint64_t s = seed;
   for (size_t i = 0; i < table_.size(); i += 2) {
     const ParamInfo& w = table_[i];
@@ -197,10 +423,23 @@ void LineRefiner::init(uint64_t seed) {
       for (size_t j = 0; j < p.numel; ++j) {
         // 24 random bits -> [0, 1) exactly representable -> [-bound, bound)
         const float u = float(splitmix64(s) >> 40) * (1.0f / 16777216.0f);
-        params_[p.offset + j] = (2.f * u - 1.f) * bound;
+        h[p.offset + j] = (2.f * u - 1.f) * bound;
       }
     }
   }
+  upload_params(h.data());
+}
+
+const Backend& LineRefiner::backend() const { return impl_->backend; }
+const OpContext& LineRefiner::context() const { return impl_->ctx; }
+
+void LineRefiner::set_precision(Precision p) {
+  check_precision(impl_->backend, p);
+#ifdef SL_WITH_CUDA
+  if (impl_->blas) impl_->blas->set_precision(p);
+#endif
+  impl_->ctx.precision = p;
+  impl_->drop_graph();
 }
 
 const ParamInfo& LineRefiner::param(const std::string& name) const {
@@ -209,194 +448,155 @@ const ParamInfo& LineRefiner::param(const std::string& name) const {
   fail("LineRefiner", "no parameter named '" + name + "'");
 }
 
-LineRefiner::Workspace& LineRefiner::workspace(int B, int P, int L) {
-  if (B <= 0 || P <= 0 || L <= 0) fail("LineRefiner", "B, P and L must be positive");
-  if (!ws_) ws_ = std::make_unique<Workspace>();
-  Workspace& w = *ws_;
-  if (w.B == B && w.P == P && w.L == L) return w;
-  const Layout lay = layout_of(cfg_);
-  const int64_t NP = int64_t(B) * P, NL = int64_t(B) * L;
-  const int G = cfg_.encoder.back();
-  const int64_t U = int64_t(B) * std::min(P, G);
-  w = Workspace{};
-  w.B = B, w.P = P, w.L = L;
-  for (size_t i = 0; i + 1 < lay.enc.size(); ++i) w.enc_act.emplace_back(NP * lay.enc[i].out);
-  w.global.resize(size_t(B) * G);
-  w.argmax.resize(size_t(B) * G);
-  w.dglobal.resize(size_t(B) * G);
-  for (const Layer& l : lay.line) w.line_act.emplace_back(NL * l.out), w.dline.emplace_back(NL * l.out);
-  for (const Layer& l : lay.reg) w.reg_act.emplace_back(NL * l.out), w.dreg.emplace_back(NL * l.out);
-  w.scratch.resize(size_t(B) * lay.reg[0].out);
-  w.row_of.resize(NP);
-  w.sample_rows.resize(B + 1);
-  w.din_row.resize(size_t(B) * G);
-  w.compact_src.resize(U);
-  for (const Layer& l : lay.enc) w.cin.emplace_back(U * l.in), w.cd.emplace_back(U * l.in);
-  return w;
+float* LineRefiner::param_data() { return impl_->params.as<float>(); }
+const float* LineRefiner::param_data() const { return impl_->params.as<float>(); }
+float* LineRefiner::grad_data() { return impl_->grads.as<float>(); }
+const float* LineRefiner::grad_data() const { return impl_->grads.as<float>(); }
+
+void LineRefiner::download_params(float* host) const {
+  copy_to_host(impl_->ctx, host, impl_->params.data(), n_ * sizeof(float));
+}
+void LineRefiner::upload_params(const float* host) {
+  copy_from_host(impl_->ctx, impl_->params.data(), host, n_ * sizeof(float));
+}
+void LineRefiner::download_grads(float* host) const {
+  copy_to_host(impl_->ctx, host, impl_->grads.data(), n_ * sizeof(float));
 }
 
-void LineRefiner::run_forward(const float* context, const float* noisy_line, int B, int P,
-                              int L) {
-  Workspace& w = workspace(B, P, L);
-  const Layout lay = layout_of(cfg_);
-  const float* p = params_.data();
-  const int64_t NP = int64_t(B) * P, NL = int64_t(B) * L;
-  size_t ti = 0;
-  // encoder: all but the last layer dense (saved), the last fused with the max over points
-  const float* in = context;
-  for (size_t i = 0; i < lay.enc.size(); ++i, ti += 2) {
-    const float* W = p + table_[ti].offset;
-    const float* b = p + table_[ti + 1].offset;
-    if (i + 1 < lay.enc.size()) {
-      linear_forward(w.enc_act[i].data(), in, W, b, NP, lay.enc[i].in, lay.enc[i].out, true);
-      in = w.enc_act[i].data();
-    } else {
-      linear_relu_max_forward(w.global.data(), w.argmax.data(), in, W, b, B, P, lay.enc[i].in,
-                              lay.enc[i].out);
-    }
+void LineRefiner::prepare(int capacity, int P, int L) { impl_->prepare(cfg_, capacity, P, L); }
+int LineRefiner::capacity() const { return impl_->cap; }
+
+float* LineRefiner::input_context() {
+  impl_->check_prepared(1, impl_->P, impl_->L);
+  return impl_->in_ctx;
+}
+float* LineRefiner::input_noisy() {
+  impl_->check_prepared(1, impl_->P, impl_->L);
+  return impl_->in_noisy;
+}
+float* LineRefiner::input_target() {
+  impl_->check_prepared(1, impl_->P, impl_->L);
+  return impl_->in_target;
+}
+
+void LineRefiner::load_inputs(const float* context, const float* noisy_line, const float* target_offset, int B) {
+  Impl& I = *impl_;
+  I.check_prepared(B, I.P, I.L);
+  copy_async(I.ctx, I.in_ctx, context, size_t(B) * I.P * cfg_.in_channels * sizeof(float));
+  copy_async(I.ctx, I.in_noisy, noisy_line, size_t(B) * I.L * cfg_.line_channels * sizeof(float));
+  copy_async(I.ctx, I.in_target, target_offset, size_t(B) * I.L * cfg_.out_channels * sizeof(float));
+}
+
+float LineRefiner::forward_backward(const float* context, const float* noisy_line, const float* target_offset,
+                                    int B, int P, int L) {
+  Impl& I = *impl_;
+  prepare(std::max(B, I.P == P && I.L == L ? I.cap : 0), P, L);
+  I.check_prepared(B, P, L);
+  I.forward_backward(context, noisy_line, target_offset, B);
+  float last = 0;
+  copy_to_host(I.ctx, &last, I.loss.last, sizeof last);
+  return last;
+}
+
+void LineRefiner::step(const float* context, const float* noisy_line, const float* target_offset, int B, int P,
+                       int L, Adam& adam) {
+  Impl& I = *impl_;
+  I.check_prepared(B, P, L);
+  I.step(context, noisy_line, target_offset, B, adam);
+}
+
+void LineRefiner::step_inputs(int B, Adam& adam) {
+  Impl& I = *impl_;
+  I.check_prepared(B, I.P, I.L);
+  if (!I.graph || B != I.cap) {  // the CPU, or a short batch: plainly, inside the same workspace
+    I.step(I.in_ctx, I.in_noisy, I.in_target, B, adam);
+    return;
   }
-  in = noisy_line;
-  for (size_t i = 0; i < lay.line.size(); ++i, ti += 2) {
-    linear_forward(w.line_act[i].data(), in, p + table_[ti].offset, p + table_[ti + 1].offset, NL,
-                   lay.line[i].in, lay.line[i].out, true);
-    in = w.line_act[i].data();
+#ifdef SL_WITH_CUDA
+  if (I.graph_adam != &adam) {  // the graph bakes in the optimizer's buffers and settings
+    I.graph->reset();
+    I.graph_adam = &adam;
   }
-  const int G = cfg_.encoder.back(), F = cfg_.line_mlp.back();
-  for (size_t i = 0; i < lay.reg.size(); ++i, ti += 2) {
-    const bool relu = i + 1 < lay.reg.size();
-    const float* W = p + table_[ti].offset;
-    const float* b = p + table_[ti + 1].offset;
-    if (i == 0)
-      global_line_linear_forward(w.reg_act[0].data(), w.global.data(), w.line_act.back().data(),
-                                 W, b, B, L, G, F, lay.reg[0].out, relu, w.scratch.data());
-    else
-      linear_forward(w.reg_act[i].data(), w.reg_act[i - 1].data(), W, b, NL, lay.reg[i].in,
-                     lay.reg[i].out, relu);
-  }
+  I.graph->run(I.stream, [&] { I.step(I.in_ctx, I.in_noisy, I.in_target, B, adam); });
+#endif
+}
+
+void LineRefiner::forward(const float* context, const float* noisy_line, int B, int P, int L, float* pred_offset) {
+  Impl& I = *impl_;
+  prepare(std::max(B, I.P == P && I.L == L ? I.cap : 0), P, L);
+  I.forward(context, noisy_line, B);
+  if (pred_offset)
+    copy_async(I.ctx, pred_offset, I.reg_act.back(), size_t(B) * L * cfg_.out_channels * sizeof(float));
 }
 
 const float* LineRefiner::last_prediction() const {
-  if (!ws_ || ws_->B < 0) fail("LineRefiner", "no forward pass has run yet");
-  return ws_->reg_act.back().data();
+  if (impl_->last_B == 0) fail("LineRefiner", "no forward pass has run yet");
+  return impl_->reg_act.back();
 }
 
 int64_t LineRefiner::last_compact_rows() const {
-  if (!ws_ || ws_->B < 0) fail("LineRefiner", "no forward_backward has run yet");
-  return ws_->sample_rows[ws_->B];
+  if (impl_->last_U < 0) fail("LineRefiner", "no forward_backward has run yet");
+  return impl_->last_U;
 }
 
-void LineRefiner::forward(const float* context, const float* noisy_line, int B, int P, int L,
-                          float* pred_offset) {
-  run_forward(context, noisy_line, B, P, L);
-  const std::vector<float>& out = ws_->reg_act.back();
-  std::memcpy(pred_offset, out.data(), out.size() * sizeof(float));
+void LineRefiner::request_loss() {
+  Impl& I = *impl_;
+  if (I.loss_pending) fail("LineRefiner::request_loss", "the previous request was not taken yet (poll_loss)");
+  if (I.cap == 0) fail("LineRefiner::request_loss", "no step has run (no workspace)");
+  if (I.backend.is_cuda()) {
+#ifdef SL_WITH_CUDA
+    cuda::memcpy_async(I.host_loss, I.loss.sum, sizeof(HostLoss), cuda::Copy::DeviceToHost, I.stream);
+    cuda::memset_async(I.loss.sum, 12, I.stream);  // sum and count; `last` stays
+    cuda::event_record(I.loss_event, I.stream);
+#endif
+  } else {
+    std::memcpy(I.host_loss, I.loss.sum, sizeof(HostLoss));
+    std::memset(I.loss.sum, 0, 12);
+  }
+  I.loss_pending = true;
 }
 
-float LineRefiner::forward_backward(const float* context, const float* noisy_line,
-                                    const float* target_offset, int B, int P, int L) {
-  run_forward(context, noisy_line, B, P, L);
-  Workspace& w = *ws_;
-  const Layout lay = layout_of(cfg_);
-  const float* p = params_.data();
-  float* g = grads_.data();
-  std::memset(g, 0, grads_.size() * sizeof(float));
-  const int64_t NL = int64_t(B) * L;
-  const int G = cfg_.encoder.back(), F = cfg_.line_mlp.back();
-  const size_t nE = lay.enc.size(), nLn = lay.line.size(), nR = lay.reg.size();
-  auto W = [&](size_t layer) { return table_[2 * layer].offset; };
-  auto Bi = [&](size_t layer) { return table_[2 * layer + 1].offset; };
-  auto zero = [](std::vector<float>& v) { std::memset(v.data(), 0, v.size() * sizeof(float)); };
+bool LineRefiner::poll_loss(float* mean, float* last, int* steps, bool wait) {
+  Impl& I = *impl_;
+  if (!I.loss_pending) fail("LineRefiner::poll_loss", "no loss was requested");
+#ifdef SL_WITH_CUDA
+  if (I.backend.is_cuda()) {
+    if (wait) cuda::event_sync(I.loss_event);
+    else if (!cuda::event_done(I.loss_event)) return false;
+  }
+#else
+  (void)wait;
+#endif
+  I.loss_pending = false;
+  const HostLoss h = *I.host_loss;
+  if (steps) *steps = h.count;
+  if (mean) *mean = h.count > 0 ? float(h.sum / h.count) : std::numeric_limits<float>::quiet_NaN();
+  if (last) *last = h.count > 0 ? h.last : std::numeric_limits<float>::quiet_NaN();
+  return true;
+}
 
-  const int64_t n_out = NL * cfg_.out_channels;
-  const float loss = mse_forward(w.reg_act.back().data(), target_offset, n_out);
-  zero(w.dreg.back());
-  mse_backward(w.dreg.back().data(), w.reg_act.back().data(), target_offset, n_out);
+bool LineRefiner::loss_pending() const { return impl_->loss_pending; }
 
-  // regressor, reverse
-  for (size_t i = nR; i-- > 1;) {
-    const size_t li = nE + nLn + i;
-    zero(w.dreg[i - 1]);
-    linear_backward(w.dreg[i - 1].data(), g + W(li), g + Bi(li), w.dreg[i].data(),
-                    w.reg_act[i].data(), w.reg_act[i - 1].data(), p + W(li), NL, lay.reg[i].in,
-                    lay.reg[i].out, i + 1 < nR);
-  }
-  zero(w.dglobal);
-  zero(w.dline.back());
-  {
-    const size_t li = nE + nLn;
-    global_line_linear_backward(w.dglobal.data(), w.dline.back().data(), g + W(li), g + Bi(li),
-                                w.dreg[0].data(), w.reg_act[0].data(), w.global.data(),
-                                w.line_act.back().data(), p + W(li), B, L, G, F, lay.reg[0].out,
-                                nR > 1, w.scratch.data());
-  }
-  // line MLP, reverse (no gradient for the network input)
-  for (size_t i = nLn; i-- > 0;) {
-    const size_t li = nE + i;
-    float* din = nullptr;
-    if (i > 0) {
-      zero(w.dline[i - 1]);
-      din = w.dline[i - 1].data();
-    }
-    linear_backward(din, g + W(li), g + Bi(li), w.dline[i].data(), w.line_act[i].data(),
-                    i > 0 ? w.line_act[i - 1].data() : noisy_line, p + W(li), NL, lay.line[i].in,
-                    lay.line[i].out, true);
-  }
+float LineRefiner::read_loss(int* steps) {
+  Impl& I = *impl_;
+  if (!I.loss_pending) request_loss();
+  float mean = 0;
+  poll_loss(&mean, nullptr, steps, true);
+  return mean;
+}
 
-  // encoder: only the argmax rows of active channels receive gradient. Compact them (rows in
-  // ascending order per sample, samples in order) and run the dense layers on those rows only.
-  const int64_t P64 = P;
-  const float* last_in = nE > 1 ? w.enc_act[nE - 2].data() : context;
-  const int C_last = lay.enc[nE - 1].in;
-  tbb::parallel_for(0, B, [&](int b) {
-    int32_t* mark = w.row_of.data() + b * P64;
-    std::fill(mark, mark + P, -1);
-    for (int o = 0; o < G; ++o)
-      if (w.global[size_t(b) * G + o] > 0.f) mark[w.argmax[size_t(b) * G + o]] = 0;
-    int32_t n = 0;
-    for (int r = 0; r < P; ++r)
-      if (mark[r] == 0) mark[r] = n++;  // local index for now
-    w.sample_rows[b + 1] = n;
-  });
-  w.sample_rows[0] = 0;
-  for (int b = 0; b < B; ++b) w.sample_rows[b + 1] += w.sample_rows[b];
-  const int64_t U = w.sample_rows[B];
-  tbb::parallel_for(0, B, [&](int b) {
-    const int32_t base = w.sample_rows[b];
-    const int32_t* mark = w.row_of.data() + b * P64;
-    for (int r = 0; r < P; ++r)
-      if (mark[r] >= 0) w.compact_src[base + mark[r]] = b * P64 + r;
-    for (int o = 0; o < G; ++o) {
-      const size_t i = size_t(b) * G + o;
-      w.din_row[i] = w.global[i] > 0.f ? base + mark[w.argmax[i]] : -1;
-    }
-  });
-  // gather the saved inputs of every encoder layer for the compact rows
-  auto gather = [&](float* dst, const float* src, int C) {
-    tbb::parallel_for(int64_t(0), U, [&](int64_t u) {
-      std::memcpy(dst + u * C, src + w.compact_src[u] * C, sizeof(float) * C);
-    });
-  };
-  for (size_t i = 0; i < nE; ++i)
-    gather(w.cin[i].data(), i == 0 ? context : w.enc_act[i - 1].data(), lay.enc[i].in);
-  float* dlast = nullptr;
-  if (nE > 1) {
-    std::memset(w.cd[nE - 1].data(), 0, sizeof(float) * U * C_last);
-    dlast = w.cd[nE - 1].data();
-  }
-  linear_relu_max_backward(dlast, w.din_row.data(), g + W(nE - 1), g + Bi(nE - 1),
-                           w.dglobal.data(), w.global.data(), w.argmax.data(), last_in,
-                           p + W(nE - 1), B, P, C_last, G);
-  for (size_t i = nE - 1; i-- > 0;) {
-    // layer i: input cin[i] [U, enc[i].in], output = cin[i+1] (saved, post-ReLU)
-    float* din = nullptr;
-    if (i > 0) {
-      std::memset(w.cd[i].data(), 0, sizeof(float) * U * lay.enc[i].in);
-      din = w.cd[i].data();
-    }
-    linear_backward(din, g + W(i), g + Bi(i), w.cd[i + 1].data(), w.cin[i + 1].data(),
-                    w.cin[i].data(), p + W(i), U, lay.enc[i].in, lay.enc[i].out, true);
-  }
-  return loss;
+void LineRefiner::record_gemms(std::vector<cuda::GemmShape>* out) {
+#ifdef SL_WITH_CUDA
+  if (impl_->blas) impl_->blas->record = out;
+#else
+  (void)out;
+#endif
+}
+
+size_t LineRefiner::backend_bytes() const {
+  size_t b = impl_->params.bytes() + impl_->grads.bytes() + impl_->mem.bytes();
+  if (impl_->backend.is_cuda()) b += cuda::kBlasWorkspaceBytes;
+  return b;
 }
 
 }  // namespace sl

@@ -2,15 +2,29 @@
 //   context [B,P,in] -> encoder.{0,2,4} (ReLU) -> max over P -> global [B,G]
 //   noisy_line [B,L,3] -> line_mlp.{0,2} (ReLU) -> feat [B,L,F]
 //   [global, feat] [B,L,G+F] -> regressor.{0,2} (ReLU) -> regressor.4 -> pred_offset [B,L,3]
-// Parameters and gradients each live in ONE allocation laid out by the (name, shape) table,
-// named exactly as PyTorch's state_dict.
+// The layer sequence (forward, loss, backward, Adam) is written ONCE, in kernels/model.cpp,
+// over the ops of kernels/ops.h, and runs on either backend (kernels/backend.h). Parameters and
+// gradients each live in ONE allocation laid out by the (name, shape) table, named exactly as
+// PyTorch's state_dict; activations in ONE workspace described by model_workspace().
+//
+// Who waits when: on the CPU every call is done when it returns. On CUDA the model owns a
+// non-blocking stream and a cuBLAS handle; step*/forward/load_inputs/request_loss only ENQUEUE;
+// download_*/upload_*/forward_backward/read_loss wait for the model's stream; prepare()
+// allocates (once, before the hot loop).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "kernels/adam.h"
+#include "kernels/backend.h"
+
 namespace sl {
+
+namespace cuda {
+struct GemmShape;
+}
 
 struct ModelConfig {
   int in_channels = 4, line_channels = 3;
@@ -26,22 +40,52 @@ struct ParamInfo {
   size_t offset, numel;        // in floats, into the one parameter buffer
 };
 
-// The table in state_dict order (encoder, line_mlp, regressor; weight then bias).
+// One point-wise layer: widths and where its weight and bias sit in the parameter buffer.
+struct Layer {
+  int in, out;
+  size_t w, b;  // offsets in floats
+};
+struct ModelLayout {
+  std::vector<Layer> enc, line, reg;  // reg includes the final output layer
+};
 // Throws sl::Error for an empty or non-positive width.
-std::vector<ParamInfo> make_param_table(const ModelConfig& cfg);
+ModelLayout model_layout(const ModelConfig& cfg);
 
-// Plain reference of the whole model built from the *_reference ops (naive loops, allocates).
-// params laid out by make_param_table(cfg); grads (nullable) is ACCUMULATED into;
-// pred (nullable) [B,L,out]. Returns the MSE loss. T = float or double.
-template <class T>
-T line_refiner_reference(const ModelConfig& cfg, const T* params, T* grads, const T* context,
-                         const T* noisy_line, const T* target_offset, int B, int P, int L,
-                         T* pred);
+// The table in state_dict order (encoder, line_mlp, regressor; weight then bias).
+std::vector<ParamInfo> make_param_table(const ModelConfig& cfg);
+size_t num_model_params(const ModelConfig& cfg);
+// Floats of one batch's three input tensors (context, noisy_line, target_offset).
+size_t batch_input_floats(const ModelConfig& cfg, int B, int P, int L);
+
+// ---- the workspace: every activation, saved value and activation gradient ----------------
+// Names and shapes for a capacity of B samples (NP = B*P, NL = B*L, G = encoder.back(),
+// U = argmax_rows_capacity(B, P, G)); buffers marked [cuda] exist only on that backend:
+//   input.context [NP,in]  input.noisy_line [NL,line]  input.target_offset [NL,out]
+//   enc.act.i [NP, encoder[i]] (all but the last layer)   enc.pre_max [NP,G] [cuda]
+//   global [B,G]  argmax [B,G] i32   line.act.i [NL,..]  reg.act.i [NL,..]  reg.scratch [B,reg0]
+//   rows.* (ArgmaxRows, kernels/ops.h)   enc.in.i [U, encoder input i] (gathered)
+//   enc.cgrad.i [U, encoder input i] (i >= 1)   dglobal [B,G]  line.grad.i  reg.grad.i
+//   loss (LossState: sum f64, count i32, last f32)   ones [max(NL,U,B)] [cuda]
+struct WorkspaceBuffer {
+  std::string name;
+  std::vector<int64_t> shape;
+  size_t elem_bytes, offset, bytes;  // offset and size in bytes, offsets 256-byte aligned
+};
+struct WorkspaceLayout {
+  std::vector<WorkspaceBuffer> buffers;
+  size_t total_bytes = 0;
+  const WorkspaceBuffer& at(const std::string& name) const;  // throws sl::Error if unknown
+  bool has(const std::string& name) const;
+};
+// Throws sl::Error for a bad config or non-positive sizes.
+WorkspaceLayout model_workspace(const ModelConfig& cfg, int B, int P, int L, const Backend& backend);
 
 class LineRefiner {
  public:
-  // PyTorch default Conv1d init (uniform ±1/sqrt(fan_in), weight and bias) from `seed`.
-  explicit LineRefiner(ModelConfig cfg = {}, uint64_t seed = 0);
+  // PyTorch default Conv1d init (uniform ±1/sqrt(fan_in), weight and bias) from `seed`, the
+  // same bytes on every backend.
+  explicit LineRefiner(ModelConfig cfg = {}, uint64_t seed = 0, Backend backend = Backend::cpu(),
+                       Precision precision = Precision::FP32);
   ~LineRefiner();
   LineRefiner(LineRefiner&&) noexcept;
   LineRefiner& operator=(LineRefiner&&) noexcept;
@@ -49,37 +93,80 @@ class LineRefiner {
   // Re-initialises every parameter deterministically (splitmix64, platform independent).
   void init(uint64_t seed);
 
-  // Zeroes the gradients, runs forward + backward, returns the MSE loss (mean over B*L*out).
-  // context [B,P,in], noisy_line [B,L,line], target_offset [B,L,out].
-  float forward_backward(const float* context, const float* noisy_line,
-                         const float* target_offset, int B, int P, int L);
-  // Inference: pred_offset [B,L,out].
-  void forward(const float* context, const float* noisy_line, int B, int P, int L,
-               float* pred_offset);
-  // The prediction of the last forward/forward_backward call, [B,L,out].
-  const float* last_prediction() const;
-  // Rows of the encoder input that received gradient in the last forward_backward (the
-  // distinct argmax rows of active channels); the dense encoder backward would use B*P.
-  int64_t last_compact_rows() const;
+  // ---- where it runs ----------------------------------------------------------------------
+  const Backend& backend() const;
+  const OpContext& context() const;  // what the model's ops run with (its stream on CUDA)
+  void set_precision(Precision p);   // CUDA: drops the captured step graph
 
+  // ---- parameters (backend memory: host pointers on the CPU) -------------------------------
   const std::vector<ParamInfo>& params() const { return table_; }
   const ParamInfo& param(const std::string& name) const;  // throws sl::Error if unknown
-  float* param_data() { return params_.data(); }
-  const float* param_data() const { return params_.data(); }
-  float* grad_data() { return grads_.data(); }
-  const float* grad_data() const { return grads_.data(); }
-  size_t num_params() const { return params_.size(); }
+  float* param_data();
+  const float* param_data() const;
+  float* grad_data();
+  const float* grad_data() const;
+  size_t num_params() const { return n_; }
   const ModelConfig& config() const { return cfg_; }
+  // Host copies (CUDA: wait for the model's stream).
+  void download_params(float* host) const;
+  void upload_params(const float* host);
+  void download_grads(float* host) const;
+
+  // ---- workspace -----------------------------------------------------------------------------
+  // Allocates the workspace for batches of up to `capacity` samples of P points and L line
+  // points, once; later calls with B <= capacity (a short last batch) run inside it with no
+  // allocation. A call with another P, L or a larger B re-allocates (and drops the graph).
+  void prepare(int capacity, int P, int L);
+  int capacity() const;
+  // The fixed inputs step_inputs() reads (backend memory, [capacity, ...]).
+  float* input_context();
+  float* input_noisy();
+  float* input_target();
+  // Copies the first B samples of a batch (backend memory) into the fixed inputs.
+  void load_inputs(const float* context, const float* noisy_line, const float* target_offset, int B);
+
+  // ---- training ------------------------------------------------------------------------------
+  // Zeroes the gradients, runs forward + backward, returns the MSE loss (mean over B*L*out);
+  // CUDA: waits for it. context [B,P,in], noisy_line [B,L,line], target_offset [B,L,out].
+  float forward_backward(const float* context, const float* noisy_line, const float* target_offset, int B, int P,
+                         int L);
+  // forward_backward + one Adam step, without returning the loss (it accumulates for
+  // request_loss). Inputs in backend memory.
+  void step(const float* context, const float* noisy_line, const float* target_offset, int B, int P, int L,
+            Adam& adam);
+  // step() on the fixed inputs. CUDA with B == capacity: ONE CUDA graph (the first call runs
+  // plainly to warm up, the second captures, later calls replay); a short batch runs plainly.
+  void step_inputs(int B, Adam& adam);
+
+  // ---- inference -----------------------------------------------------------------------------
+  // pred_offset [B,L,out] in backend memory (nullable: read last_prediction()).
+  void forward(const float* context, const float* noisy_line, int B, int P, int L, float* pred_offset);
+  const float* last_prediction() const;  // backend memory, [B,L,out] of the last forward
+  // Compact encoder rows of the last forward_backward: the distinct argmax rows of active
+  // channels on the CPU; the padded capacity on CUDA (host read; CUDA waits).
+  int64_t last_compact_rows() const;
+
+  // ---- loss ------------------------------------------------------------------------------------
+  // request_loss enqueues a copy of the loss bookkeeping (sum and count since the previous
+  // request, and the last step's loss) and resets it; poll_loss returns true once it landed
+  // (the CPU: at once; wait: block until it has). One request at a time.
+  void request_loss();
+  bool poll_loss(float* mean, float* last, int* steps, bool wait = false);
+  bool loss_pending() const;
+  // Waits: the mean since the previous request (NaN when no step ran).
+  float read_loss(int* steps = nullptr);
+
+  // ---- introspection -----------------------------------------------------------------------------
+  // CUDA: when non-null, the GEMM shapes of following steps are appended here.
+  void record_gemms(std::vector<cuda::GemmShape>* out);
+  size_t backend_bytes() const;  // params, grads, workspace (Adam's state is the Adam's)
 
  private:
-  struct Workspace;
-  void run_forward(const float* context, const float* noisy_line, int B, int P, int L);
-  Workspace& workspace(int B, int P, int L);
-
+  struct Impl;
   ModelConfig cfg_;
   std::vector<ParamInfo> table_;
-  std::vector<float> params_, grads_;
-  std::unique_ptr<Workspace> ws_;
+  size_t n_ = 0;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace sl

@@ -1,89 +1,126 @@
-// Layer ops of the LineRefiner, each a forward/backward pair with one fixed argument order:
+// The LineRefiner's ops: ONE declaration each for both backends. Every op takes the OpContext
+// first (kernels/backend.h: backend, precision, stream, cuBLAS handle), then
 //   outputs, values saved for backward, inputs, weights, sizes (llm.c style).
-// Activations are row-major [rows, channels] (a Conv1d with kernel 1 over points is a GEMM over
-// rows); weights use PyTorch's Conv1d layout [C_out, C_in(, 1)].
-// EVERY backward ACCUMULATES (+=) into its gradient outputs; callers zero them first.
-// Ops are templated on T (float for training, double for finite-difference tests) and
-// device-neutral: raw pointers + sizes. `*_reference` are naive loops the fast ops are tested
-// against. Fast ops parallelise over FIXED blocks (rows or channels), never over the thread
-// count, so their results are byte-identical for any number of threads.
+// The CPU body and the CUDA body of an op sit side by side (kernels/ops/<op>.cpp and .cu) and
+// run the SAME algorithm; kernels/reference.h holds the plain loops both are tested against.
+//
+// Conventions, on both backends:
+//  - pointers live on the context's backend (host memory on the CPU, device memory on CUDA);
+//  - activations are row-major [rows, channels] (a Conv1d with kernel 1 over points is a GEMM
+//    over rows); weights use PyTorch's Conv1d layout [C_out, C_in(, 1)];
+//  - EVERY backward ACCUMULATES (+=) into its gradient outputs; callers zero them first;
+//  - results never depend on the thread count or on timing: fixed blocks on the CPU, fixed
+//    per-thread loops and no atomics on CUDA;
+//  - T = float on both backends; T = double on the CPU only (finite-difference tests). CUDA
+//    with double throws sl::Error naming the op ("unsupported"), as does a CUDA context in a
+//    build without CUDA.
+// On the CPU an op runs on the calling thread (plus oneTBB workers) and returns when done; on
+// CUDA it only enqueues on the context's stream.
 #pragma once
 #include <cstdint>
+
+#include "kernels/adam.h"
+#include "kernels/backend.h"
 
 namespace sl {
 
 // ---- point-wise linear (Conv1d kernel 1) + bias, optional fused ReLU ----------------------
 // out [N, C_out] = act(in [N, C_in] · weight [C_out, C_in]^T + bias [C_out])
 template <class T>
-void linear_forward(T* out, const T* in, const T* weight, const T* bias, int64_t N, int C_in,
-                    int C_out, bool relu);
+void linear_forward(const OpContext& c, T* out, const T* in, const T* weight, const T* bias, int64_t N,
+                    int C_in, int C_out, bool relu);
 // din [N, C_in] (nullable: not needed for network inputs), dweight [C_out, C_in],
 // dbias [C_out]; dout [N, C_out] is OVERWRITTEN with the pre-activation gradient when relu;
 // out [N, C_out] is the forward output (saved; used for the ReLU mask).
+// CUDA: c.ones must hold >= N ones (the bias gradient is a GEMV).
 template <class T>
-void linear_backward(T* din, T* dweight, T* dbias, T* dout, const T* out, const T* in,
+void linear_backward(const OpContext& c, T* din, T* dweight, T* dbias, T* dout, const T* out, const T* in,
                      const T* weight, int64_t N, int C_in, int C_out, bool relu);
-template <class T>
-void linear_forward_reference(T* out, const T* in, const T* weight, const T* bias, int64_t N,
-                              int C_in, int C_out, bool relu);
-template <class T>
-void linear_backward_reference(T* din, T* dweight, T* dbias, const T* dout, const T* out,
-                               const T* in, const T* weight, int64_t N, int C_in, int C_out,
-                               bool relu);
 
-// ---- max over points with argmax (reference op) -------------------------------------------
-// out [B, C] = max_p in [B, P, C]; argmax [B, C] = the first p attaining the max.
+// ---- out = max_p relu(in · W^T + b) with argmax --------------------------------------------
+// out [B, C_out]; argmax [B, C_out] = the FIRST p attaining the max of the pre-activation
+// (ties go to the smallest p on both backends); in [B, P, C_in]; weight [C_out, C_in].
+// scratch: CUDA needs [B*P, C_out] (the GEMM's output, then a parallel max); the CPU streams
+// row blocks through per-thread memory and ignores it (nullable).
 template <class T>
-void maxpool_forward(T* out, int32_t* argmax, const T* in, int B, int P, int C);
-// din [B, P, C] += dout [B, C] scattered to the argmax rows only.
-template <class T>
-void maxpool_backward(T* din, const T* dout, const int32_t* argmax, int B, int P, int C);
+void linear_relu_max_forward(const OpContext& c, T* out, int32_t* argmax, const T* in, const T* weight,
+                             const T* bias, int B, int P, int C_in, int C_out, T* scratch);
 
-// ---- fused: out = max_p relu(in · W^T + b), the full [B, P, C_out] is never stored --------
-// out [B, C_out]; argmax [B, C_out] (first p attaining the max of the pre-activation);
-// in [B, P, C_in]; weight [C_out, C_in]; bias [C_out].
+// The encoder backward runs on the distinct argmax rows of active channels only (a channel
+// with out <= 0 gets no gradient), instead of all B*P rows. compact_argmax_rows lists them:
+struct ArgmaxRows {
+  int32_t* row_of = nullptr;       // [B*P] work: compact index of a point row, or -1
+  int32_t* sample_rows = nullptr;  // [B+1]: sample b's compact rows start at sample_rows[b]
+  int64_t* source = nullptr;       // [cap] point row b*P+p of each compact row; -1 = padding
+  int32_t* din_row = nullptr;      // [B*G] compact row of (b, channel), -1 when inactive
+  int32_t* chan_begin = nullptr;   // [cap] first entry of the row's channel list in `chans`
+  int32_t* chan_count = nullptr;   // [cap] its length
+  int32_t* chans = nullptr;        // [B*G] (b, channel) indices b*G+o per compact row, o ascending
+};
+// Capacity the ArgmaxRows arrays need for B samples (every sample has <= min(P, G) rows).
+inline int64_t argmax_rows_capacity(int B, int P, int G) { return int64_t(B) * (P < G ? P : G); }
+// Rows in ascending point order per sample, samples in order. Returns the number of compact
+// rows the backward runs on: on the CPU exactly the distinct rows (read on the host); on CUDA
+// argmax_rows_capacity(B, P, G) without waiting, sample b owning a fixed stride of min(P, G)
+// rows whose unused tail is padding (source -1, no channels: gathers zeros, adds nothing).
 template <class T>
-void linear_relu_max_forward(T* out, int32_t* argmax, const T* in, const T* weight,
-                             const T* bias, int B, int P, int C_in, int C_out);
-// Sparse backward: only the argmax row of each (b, channel) with out > 0 receives gradient,
-// so this costs O(B · C_out · C_in) instead of a [B·P, C_out] GEMM.
-// din: rows of in's gradient; row of (b, o) is din_row[b*C_out+o] when din_row is given
-// (a compacted layout), else b*P + argmax[b*C_out+o] (dense [B, P, C_in]). din nullable.
-// dweight [C_out, C_in], dbias [C_out], dout [B, C_out], out [B, C_out] (saved),
-// argmax [B, C_out] (saved), in [B, P, C_in], weight [C_out, C_in].
+int64_t compact_argmax_rows(const OpContext& c, const ArgmaxRows& r, const T* out, const int32_t* argmax, int B,
+                            int P, int G);
+// dst [U, C] = rows source[u] of src (zeros where source[u] < 0).
 template <class T>
-void linear_relu_max_backward(T* din, const int32_t* din_row, T* dweight, T* dbias,
-                              const T* dout, const T* out, const int32_t* argmax, const T* in,
-                              const T* weight, int B, int P, int C_in, int C_out);
+void gather_rows(const OpContext& c, T* dst, const T* src, const int64_t* source, int64_t U, int C);
+// Backward of linear_relu_max_forward over the compact rows: dweight [C_out, C_in] +=,
+// dbias [C_out] += (from the argmax row of each active (b, o), samples in order);
+// din [U, C_in] += (nullable) at the compact rows, each row summing its channels in ascending
+// order. dout [B, C_out]; out, argmax [B, C_out] (saved); in [B, P, C_in] (dense, saved).
+template <class T>
+void linear_relu_max_backward(const OpContext& c, T* din, const ArgmaxRows& r, T* dweight, T* dbias,
+                              const T* dout, const T* out, const int32_t* argmax, const T* in, const T* weight,
+                              int B, int P, int C_in, int C_out);
 
-// ---- broadcast-concat (reference op) -------------------------------------------------------
-// out [B, L, G + F] = [global [B, G] broadcast over L, feat [B, L, F]] (global first).
+// ---- linear over the broadcast-concat [global, feat] without materialising it ---------------
+// out [B, L, C_out] = act([global [B, G] broadcast over L, feat [B, L, F]] · weight^T + bias),
+// weight [C_out, G+F]: the global part is projected once per sample (B rows), not per line
+// point. scratch [B, C_out] is work memory.
 template <class T>
-void concat_forward(T* out, const T* global, const T* feat, int B, int L, int G, int F);
-// dglobal [B, G] += sum_l dout[b, l, :G]; dfeat [B, L, F] += dout[b, l, G:].
-template <class T>
-void concat_backward(T* dglobal, T* dfeat, const T* dout, int B, int L, int G, int F);
-
-// ---- fused: linear over the broadcast-concat without materialising it ----------------------
-// out [B, L, C_out] = act([global, feat] · weight [C_out, G+F]^T + bias): the global part is
-// projected once per sample (B rows) instead of once per line point (B·L rows).
-// scratch [B, C_out] is caller-provided work memory.
-template <class T>
-void global_line_linear_forward(T* out, const T* global, const T* feat, const T* weight,
-                                const T* bias, int B, int L, int G, int F, int C_out, bool relu,
-                                T* scratch);
-// dglobal [B, G], dfeat [B, L, F], dweight [C_out, G+F], dbias [C_out];
+void global_line_linear_forward(const OpContext& c, T* out, const T* global, const T* feat, const T* weight,
+                                const T* bias, int B, int L, int G, int F, int C_out, bool relu, T* scratch);
+// dglobal [B, G] (nullable), dfeat [B, L, F] (nullable), dweight [C_out, G+F], dbias [C_out];
 // dout [B, L, C_out] is OVERWRITTEN with the pre-activation gradient when relu.
+// CUDA: c.ones must hold >= B ones.
 template <class T>
-void global_line_linear_backward(T* dglobal, T* dfeat, T* dweight, T* dbias, T* dout,
-                                 const T* out, const T* global, const T* feat, const T* weight,
-                                 int B, int L, int G, int F, int C_out, bool relu, T* scratch);
+void global_line_linear_backward(const OpContext& c, T* dglobal, T* dfeat, T* dweight, T* dbias, T* dout,
+                                 const T* out, const T* global, const T* feat, const T* weight, int B, int L,
+                                 int G, int F, int C_out, bool relu, T* scratch);
 
-// ---- mean squared error over all n elements -----------------------------------------------
+// ---- mean squared error over n elements ---------------------------------------------------
+// Loss bookkeeping in the context's backend memory, so a CUDA step never returns data to the
+// host: last = this step's loss (the double sum of squares / n, rounded to T), sum += last,
+// count += 1. The double accumulation has a fixed order on each backend.
 template <class T>
-T mse_forward(const T* pred, const T* target, int64_t n);
+struct LossState {
+  double* sum = nullptr;
+  int32_t* count = nullptr;
+  T* last = nullptr;
+};
+template <class T>
+void mse_loss(const OpContext& c, const LossState<T>& st, const T* pred, const T* target, int64_t n);
 // dpred [n] += dloss * 2 (pred - target) / n
 template <class T>
-void mse_backward(T* dpred, const T* pred, const T* target, int64_t n, T dloss = T(1));
+void mse_backward(const OpContext& c, T* dpred, const T* pred, const T* target, int64_t n, T dloss = T(1));
+
+// ---- Adam (PyTorch semantics, kernels/adam.h) ---------------------------------------------
+// Step counter and per-step scalars in the context's backend memory, advanced by the op, so a
+// replayed CUDA graph advances them too.
+struct AdamState {
+  int64_t* step = nullptr;   // t, incremented by every adam_step
+  float* scalars = nullptr;  // [2] work: lr / (1 - b1^t), sqrt(1 - b2^t), computed in double
+};
+// t += 1, then params, exp_avg, exp_avg_sq [n] updated in place from grads [n] (float only).
+void adam_step(const OpContext& c, const AdamState& st, float* params, float* exp_avg, float* exp_avg_sq,
+               const float* grads, size_t n, const AdamConfig& cfg);
+
+// ---- small helpers --------------------------------------------------------------------------
+void fill(const OpContext& c, float* p, float value, size_t n);
 
 }  // namespace sl

@@ -39,6 +39,12 @@ namespace sl::cuda_detail {
       ::sl::cuda_detail::throw_cublas(sl_cublas_st_, #call, __FILE__, __LINE__);  \
   } while (0)
 
-// After a kernel launch: launch-configuration errors surface here (cudaGetLastError also
-// clears them); errors inside the kernel surface at the next synchronizing call.
-#define SL_CUDA_CHECK_LAUNCH(name) SL_CUDA_CHECK(cudaGetLastError())
+// After a kernel launch: launch-configuration errors surface here, naming the kernel
+// (cudaGetLastError also clears them); errors inside the kernel surface at the next
+// synchronizing call.
+#define SL_CUDA_CHECK_LAUNCH(kernel)                                                   \
+  do {                                                                                 \
+    const cudaError_t sl_cuda_err_ = cudaGetLastError();                               \
+    if (sl_cuda_err_ != cudaSuccess)                                                   \
+      ::sl::cuda_detail::throw_cuda(sl_cuda_err_, "launch of kernel " #kernel, __FILE__, __LINE__); \
+  } while (0)

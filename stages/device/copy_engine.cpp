@@ -15,7 +15,7 @@ struct DeviceRing::Impl {
   struct Slot {
     float* base = nullptr;
     cudaEvent_t copied = nullptr;  // recorded on the copy stream after the slot's copies
-    cudaEvent_t read = nullptr;    // recorded on the compute stream by release()
+    cudaEvent_t read = nullptr;    // recorded on the consumer's stream by release()
     bool in_use = false;           // submitted, not yet released
     bool ever_read = false;        // `read` has been recorded at least once
     std::shared_ptr<const Batch> held;  // until `copied` completes
@@ -23,7 +23,7 @@ struct DeviceRing::Impl {
   int device = 0, capacity = 0, P = 0, L = 0, cin = 0, cline = 0, cout = 0;
   size_t slot_floats = 0;
   float* mem = nullptr;
-  cudaStream_t copy = nullptr, compute = nullptr;
+  cudaStream_t copy = nullptr;
   std::vector<Slot> ring;
   int next = 0;
   std::mutex mu;
@@ -50,8 +50,9 @@ struct DeviceRing::Impl {
 
   void release_all() {
     cudaSetDevice(device);
+    // Consumers' streams are synchronised by their owners before the ring goes (the trainer
+    // declares the ring before the model, so the model is destroyed first).
     if (copy) cudaStreamSynchronize(copy);
-    if (compute) cudaStreamSynchronize(compute);
     for (Slot& s : ring) {
       s.held.reset();
       if (s.copied) cudaEventDestroy(s.copied);
@@ -59,9 +60,8 @@ struct DeviceRing::Impl {
     }
     ring.clear();
     if (copy) cudaStreamDestroy(copy);
-    if (compute) cudaStreamDestroy(compute);
     if (mem) cudaFree(mem);
-    copy = compute = nullptr;
+    copy = nullptr;
     mem = nullptr;
   }
 };
@@ -78,7 +78,6 @@ DeviceRing::DeviceRing(int slots, int capacity, int P, int L, const ModelConfig&
     I.use_device();
     SL_CUDA_CHECK(cudaMalloc(&I.mem, I.slot_floats * slots * sizeof(float)));
     SL_CUDA_CHECK(cudaStreamCreateWithFlags(&I.copy, cudaStreamNonBlocking));
-    SL_CUDA_CHECK(cudaStreamCreateWithFlags(&I.compute, cudaStreamNonBlocking));
     I.ring.resize(slots);
     for (int k = 0; k < slots; ++k) {
       Impl::Slot& s = I.ring[k];
@@ -97,7 +96,7 @@ DeviceRing::~DeviceRing() {
 }
 
 void* DeviceRing::copy_stream() const { return impl_->copy; }
-void* DeviceRing::compute_stream() const { return impl_->compute; }
+size_t DeviceRing::device_bytes() const { return impl_->slot_floats * impl_->ring.size() * sizeof(float); }
 int DeviceRing::slots() const { return int(impl_->ring.size()); }
 
 DeviceBatch DeviceRing::submit(std::shared_ptr<const Batch> batch) {
@@ -150,14 +149,22 @@ DeviceBatch DeviceRing::submit(std::shared_ptr<const Batch> batch) {
   h2d(d.noisy_line, tn);
   h2d(d.target_offset, tt);
   SL_CUDA_CHECK(cudaEventRecord(s.copied, I.copy));
-  SL_CUDA_CHECK(cudaStreamWaitEvent(I.compute, s.copied, 0));
   s.held = std::move(batch);
   s.in_use = true;
   I.next = (k + 1) % int(I.ring.size());
   return d;
 }
 
-void DeviceRing::release(const DeviceBatch& d) {
+void DeviceRing::wait_copied(const DeviceBatch& d, void* stream) {
+  Impl& I = *impl_;
+  std::lock_guard<std::mutex> lock(I.mu);
+  if (d.slot < 0 || d.slot >= int(I.ring.size()) || !I.ring[d.slot].in_use)
+    fail("DeviceRing::wait_copied", "slot " + std::to_string(d.slot) + " is not in use");
+  I.use_device();
+  SL_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), I.ring[d.slot].copied, 0));
+}
+
+void DeviceRing::release(const DeviceBatch& d, void* stream) {
   Impl& I = *impl_;
   {
     std::lock_guard<std::mutex> lock(I.mu);
@@ -165,7 +172,7 @@ void DeviceRing::release(const DeviceBatch& d) {
       fail("DeviceRing::release", "slot " + std::to_string(d.slot) + " is not in use");
     I.use_device();
     Impl::Slot& s = I.ring[d.slot];
-    SL_CUDA_CHECK(cudaEventRecord(s.read, I.compute));
+    SL_CUDA_CHECK(cudaEventRecord(s.read, static_cast<cudaStream_t>(stream)));
     s.ever_read = true;
     s.in_use = false;
     I.poll_locked();  // the consumer's steady beat: return finished host slots to their pool
@@ -184,7 +191,6 @@ void DeviceRing::synchronize() {
   std::lock_guard<std::mutex> lock(I.mu);
   I.use_device();
   SL_CUDA_CHECK(cudaStreamSynchronize(I.copy));
-  SL_CUDA_CHECK(cudaStreamSynchronize(I.compute));
   for (Impl::Slot& s : I.ring) s.held.reset();
 }
 

@@ -2,15 +2,16 @@
 // steady state. Plain C++ header (streams are cudaStream_t as void*); defined only in builds
 // with CUDA (SL_WITH_CUDA).
 //
-//   host batch (pinned slot) --H2D on copy stream--> ring slot k --event--> compute stream waits
-//                                                                          (GPU-side only)
-// Typical use by the to_device / train_step stages (one ring, one model):
-//   DeviceBatch d = ring.submit(batch);                 // enqueue H2D, return at once
-//   model.load_inputs(d.context, d.noisy_line, d.target_offset, d.B, d.P, d.L,
-//                     ring.compute_stream());           // D2D into the graph's fixed inputs
-//   ring.release(d);                                    // slot k reusable after that read
-//   model.step_graph(d.B, d.P, d.L, ring.compute_stream());
-// (or model.step(d.context, ..., ring.compute_stream()) and release(d) after it).
+//   host batch (pinned slot) --H2D on copy stream--> ring slot k --event--> consumer's stream
+//                                                                            waits (GPU side)
+// Typical use: the to_device stage submits on its thread; the trainer, on ITS thread and just
+// before it reads the slot, makes the model's own stream wait (so nothing is ever enqueued on a
+// stream another thread may be capturing into a CUDA graph):
+//   DeviceBatch d = ring.submit(batch);                 // to_device: enqueue H2D, return
+//   ring.wait_copied(d, model_stream);                  // trainer: GPU-side wait
+//   model.load_inputs(d.context, d.noisy_line, d.target_offset, d.B);  // D2D, fixed inputs
+//   ring.release(d, model_stream);                      // slot k reusable after that read
+//   model.step_inputs(d.B, adam);                       // the step's CUDA graph
 //
 // Lifetimes: the ring holds each submitted host Batch (hence its pinned slot) until its copy
 // event has completed -- checked with cudaEventQuery at every submit(), release() and poll(), so
@@ -47,23 +48,26 @@ struct DeviceBatch {
 class DeviceRing {
  public:
   // `slots` device buffers of `capacity` samples each (context [P, in], noisy_line [L, line],
-  // target_offset [L, out] per sample, channel counts from cfg), ONE device allocation; two
-  // non-blocking streams (copy, compute) on `device`.
+  // target_offset [L, out] per sample, channel counts from cfg), ONE device allocation; one
+  // non-blocking copy stream on `device`.
   DeviceRing(int slots, int capacity, int P, int L, const ModelConfig& cfg, int device = 0);
   ~DeviceRing();  // waits for both streams, then frees (releasing every held batch)
   DeviceRing(const DeviceRing&) = delete;
   DeviceRing& operator=(const DeviceRing&) = delete;
 
   void* copy_stream() const;
-  void* compute_stream() const;
   int slots() const;
+  size_t device_bytes() const;
 
   // Copies batch->size samples of "context", "noisy_line", "target_offset" into the next slot
-  // on the copy stream and makes the compute stream wait for them. Throws sl::Error if the
-  // batch's shapes do not match the ring (P, L, channels, size <= capacity).
+  // on the copy stream. Throws sl::Error if the batch's shapes do not match the ring (P, L,
+  // channels, size <= capacity).
   DeviceBatch submit(std::shared_ptr<const Batch> batch);
-  // Call after enqueueing, on compute_stream(), the last work that reads `b`.
-  void release(const DeviceBatch& b);
+  // GPU-side: work enqueued on `stream` after this call runs after b's copy.
+  void wait_copied(const DeviceBatch& b, void* stream);
+  // Call after enqueueing, on `stream`, the last work that reads `b` (a batch nobody read:
+  // pass copy_stream()).
+  void release(const DeviceBatch& b, void* stream);
   // Drops host batches whose copies completed; returns how many are still held.
   size_t poll();
   // Host waits for both streams, drops every held batch.

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "graph/error.h"
-#include "kernels/cuda/workspace_layout.h"
+#include "kernels/cuda/runtime.h"
 
 namespace sl {
 
@@ -36,9 +36,9 @@ MemoryPlan plan_memory(const ModelConfig& cfg, int B, int P, int L, int ring_slo
   MemoryPlan m;
   m.params = n * sizeof(float);
   m.grads = n * sizeof(float);
-  m.adam = 2 * n * sizeof(float) + kDeviceStateBytes;
-  m.activations = cuda_workspace_layout(cfg, B, P, L).bytes();
-  m.cublas_workspace = kCublasWorkspaceBytes;
+  m.adam = 2 * n * sizeof(float) + 16;  // moments + (t, step scalars)
+  m.activations = model_workspace(cfg, B, P, L, Backend::cuda()).total_bytes;
+  m.cublas_workspace = cuda::kBlasWorkspaceBytes;
   const size_t batch = batch_input_floats(cfg, B, P, L) * sizeof(float);
   m.device_ring = size_t(ring_slots) * batch;
   m.host_pinned = size_t(host_slots) * batch;

@@ -1,5 +1,5 @@
 // Device and pinned-host memory of a training run, computed without a GPU from the same layout
-// the CUDA code allocates (kernels/cuda/workspace_layout.h), so `streamline validate` can say
+// the CUDA model allocates (model_workspace in kernels/model.h), so `streamline validate` can say
 // whether a batch size fits before anything runs.
 #pragma once
 #include <cstddef>

@@ -4,12 +4,35 @@
 #include "graph/spec.h"
 #include "graph/stage.h"
 #include "graph/trace.h"
+#include "kernels/backend.h"
 #ifdef SL_WITH_CUDA
 #include "kernels/cuda/nvtx.h"
 #include "stages/device/copy_engine.h"
 #endif
 
 namespace sl {
+
+#ifdef SL_WITH_CUDA
+void DeviceBatchHandle::wait_copied(void* stream) const { ring->wait_copied(*batch, stream); }
+void DeviceBatchHandle::release(void* stream) {
+  if (released) return;
+  released = true;
+  ring->release(*batch, stream);
+}
+DeviceBatchHandle::~DeviceBatchHandle() {
+  if (released || !ring || !batch) return;
+  try {
+    ring->release(*batch, ring->copy_stream());  // unread: reusable once its own copy ran
+  } catch (...) {
+    // A destructor must not throw; a CUDA error here resurfaces at the next ring call.
+  }
+}
+#else
+void DeviceBatchHandle::wait_copied(void*) const {}
+void DeviceBatchHandle::release(void*) { released = true; }
+DeviceBatchHandle::~DeviceBatchHandle() = default;
+#endif
+
 namespace {
 
 class ToDevice : public Stage {
@@ -28,7 +51,7 @@ class ToDevice : public Stage {
       const auto& c = b->tensor("context");
       const auto& n = b->tensor("noisy_line");
       ring_ = std::make_shared<DeviceRing>(ring_slots_, (int)b->capacity, (int)c.shape[1], (int)n.shape[1], ModelConfig{},
-                                           device_index(ctx.device));
+                                           Backend::parse(ctx.device).device);
     }
     auto handle = std::make_shared<DeviceBatchHandle>();
     handle->ring = ring_;
@@ -57,7 +80,6 @@ class ToDevice : public Stage {
   }
 
  private:
-  static int device_index(const std::string& d) { return d.size() > 5 ? std::stoi(d.substr(5)) : 0; }
   int ring_slots_;
   bool cuda_ = false;
 #ifdef SL_WITH_CUDA

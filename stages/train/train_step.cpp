@@ -31,7 +31,10 @@
 #include "kernels/model.h"
 #include "kernels/safetensors.h"
 #include "stages/batching/batch.h"
-#include "stages/train/cuda_trainer.h"
+#include "kernels/cuda/runtime.h"
+#include "stages/device/copy_engine.h"
+#include "stages/device/memory_plan.h"
+#include "stages/device/to_device.h"
 #include "stages/train/metrics.h"
 #include "stages/train/train_step.h"
 
@@ -221,8 +224,13 @@ class TrainStep : public Stage {
 
   void start(RunContext& ctx) override {
     ctx_ = &ctx;
-    model_ = std::make_unique<LineRefiner>(cfg_, mix_seed(ctx.seed, 0x1417ULL));
-    adam_ = std::make_unique<Adam>(model_->num_params(), adam_cfg_);
+    // The model and Adam live on the run's backend; the layer sequence is the same on both.
+    backend_ = device_is_cuda(ctx.device) ? Backend::parse(ctx.device) : Backend::cpu();
+    const Precision precision = backend_.is_cuda() ? parse_precision(precision_) : Precision::FP32;
+    model_ = std::make_unique<LineRefiner>(cfg_, mix_seed(ctx.seed, 0x1417ULL), backend_, precision);
+    adam_ = std::make_unique<Adam>(model_->num_params(), adam_cfg_, backend_);
+    // Evaluation reads weights on the host: a GPU run keeps a host copy, refreshed before eval.
+    if (backend_.is_cuda()) host_model_ = std::make_unique<LineRefiner>(cfg_, 0);
     if (!init_.empty()) {
       load_checkpoint(init_, *model_, nullptr, nullptr);  // weights only; Adam starts fresh
       say("initialised weights from " + init_);
@@ -266,42 +274,47 @@ class TrainStep : public Stage {
     tty_ = progress_ == "bar" || (progress_ == "auto" && ::isatty(2));
     t_start_ = now_ns();
     pipeline_for_meta_ = strip_run_specific(ctx.pipeline_json);
-    live_key_ = publish_live_model(model_.get());
+    live_key_ = publish_live_model(host_model_ ? host_model_.get() : model_.get());
   }
 
   void process(Item in, const Position&, Emitter&, RunContext& ctx) override {
-    if (stopped_) return;  // after max_steps / a failure: drain without training
+    // After max_steps / a failure: drain without training. A dropped device batch gives its
+    // ring slot back when its handle goes (DeviceBatchHandle's destructor).
+    if (stopped_) return;
     const auto& b = std::get<std::shared_ptr<Batch>>(in);
     const auto& c = b->tensor("context");
     const int B = (int)b->size, P = (int)c.shape[1], L = (int)b->tensor("noisy_line").shape[1];
-    float loss = NAN;
-    bool have_loss = true;
-    if (device_is_cuda(ctx.device)) {
+    if (model_->capacity() == 0) prepare_model(*b, P, L, ctx);
+    if (backend_.is_cuda()) {
       TraceScope ts(ctx.trace, "train.step.enqueue", "compute");
-      if (!gpu_) gpu_ = std::make_unique<CudaTrainer>(*model_, *adam_, ctx.device, precision_, *b, 4, ctx.quiet);
-      gpu_->step(*b);
-      // The loss comes back asynchronously: requested at a log step, logged when it landed.
-      int n = 0;
-      have_loss = gpu_->poll_loss(&loss, &n);
-      if (have_loss) check_finite(loss, b->epoch, "in the steps before");
-      if ((step_ + 1) % log_every_ == 0) gpu_->request_loss();
+      if (!b->device) throw Error("train_step on a GPU needs batches from a to_device stage (none before it?)");
+      auto& h = *static_cast<DeviceBatchHandle*>(b->device.get());
+      const DeviceBatch& d = *h.batch;
+      // On this thread and the model's own stream: nothing is enqueued on a stream another
+      // thread could be capturing, and the wait is a live dependency, not part of the graph.
+      void* st = model_->context().stream;
+      h.wait_copied(st);
+      model_->load_inputs(d.context, d.noisy_line, d.target_offset, d.B);
+      h.release(st);  // the slot may be refilled once this copy-out ran on the GPU
+      model_->step_inputs(d.B, *adam_);
     } else {
       TraceScope ts(ctx.trace, "train.step", "compute");
-      loss = model_->forward_backward(b->host("context"), b->host("noisy_line"), b->host("target_offset"), B, P, L);
-      check_finite(loss, b->epoch, "at");
-      adam_->step(model_->param_data(), model_->grad_data());
+      model_->step(b->host("context"), b->host("noisy_line"), b->host("target_offset"), B, P, L, *adam_);
     }
     ++step_;
     samples_ += B;
     epoch_ = b->epoch;
     pos_ = b->next;
     pos_skip_ = b->next_skip;
-    if (have_loss) {
-      loss_sum_ += loss;
-      ++loss_n_;
-      last_loss_ = loss;
+    // The loss: free to read every step on the CPU; on a GPU requested at log steps and logged
+    // when the asynchronous copy has landed (never a placeholder in the metrics file).
+    if (!backend_.is_cuda()) {
+      model_->request_loss();
+    } else if (step_ % log_every_ == 0 && !model_->loss_pending()) {
+      model_->request_loss();
+      requested_step_ = step_;
     }
-    if (step_ % log_every_ == 0) log_step(last_loss_);
+    take_loss(false);
     if (ckpt_every_ > 0 && step_ % ckpt_every_ == 0) save(ctx);
     if (max_steps_ > 0 && step_ >= max_steps_) {
       stopped_ = true;
@@ -340,35 +353,97 @@ class TrainStep : public Stage {
   }
 
  private:
-  void check_finite(float loss, int64_t epoch, const char* when) {
+  void check_finite(float loss, int64_t epoch, const char* when, int64_t step) {
     if (std::isfinite(loss)) return;
     stopped_ = failed_ = true;
     std::string last = latest_checkpoint(ckpt_dir_);
-    throw Error("loss is " + std::to_string(loss) + " " + when + " step " + std::to_string(step_ + 1) + " (epoch " +
+    throw Error("loss is " + std::to_string(loss) + " " + when + " step " + std::to_string(step) + " (epoch " +
                 std::to_string(epoch) + "); stopped without writing the weights. " +
                 (last.empty() ? "No checkpoint was written yet." : "The last good checkpoint is " + last + ".") +
                 " Lower optimizer.lr or check the data.");
   }
 
-  // GPU runs: bring the weights and Adam state to the host model (checkpoints, eval).
-  void sync_host(int64_t epoch) {
-    if (!gpu_) return;
+  // Allocates the workspace once for the batch capacity (short last batches run inside it).
+  // On a GPU: prints the memory plan; on out-of-memory frees the model first, then says what
+  // is free and the largest batch size that fits.
+  void prepare_model(const Batch& first, int P, int L, RunContext& ctx) {
+    const int B = (int)first.capacity;
+    if (!backend_.is_cuda()) {
+      model_->prepare(B, P, L);
+      return;
+    }
+    auto* h = static_cast<const DeviceBatchHandle*>(first.device.get());
+    if (!h) throw Error("train_step on a GPU needs batches from a to_device stage (none before it?)");
+    ring_ = h->ring;
+    MemoryPlan plan = plan_memory(cfg_, B, P, L, ring_->slots(), 0);
+    if (!ctx.quiet) std::fprintf(stderr, "GPU memory plan (B=%d, P=%d, L=%d):\n%s", B, P, L, plan.to_text().c_str());
+    try {
+      model_->prepare(B, P, L);
+    } catch (const Error& e) {
+#ifdef SL_WITH_CUDA
+      model_.reset();  // measure what is free without this model's own buffers
+      adam_.reset();
+      size_t free_b = 0, total_b = 0;
+      cuda::mem_info(backend_.device, &free_b, &total_b);
+      free_b += ring_->device_bytes();  // the plan counts the ring too
+      const size_t margin = 256ull << 20;
+      const int fits = largest_batch_that_fits(cfg_, P, L, ring_->slots(), free_b > margin ? free_b - margin : 0);
+      stopped_ = failed_ = true;
+      throw Error(std::string(e.what()) + "\nGPU memory plan for batch.size " + std::to_string(B) + ":\n" +
+                  plan.to_text() + "free on " + backend_.name() + " without this model: " +
+                  std::to_string(free_b >> 20) + " MiB of " + std::to_string(total_b >> 20) +
+                  " MiB; the largest batch.size that fits: " + std::to_string(fits));
+#else
+      throw;
+#endif
+    }
+  }
+
+  // Takes a loss read that has landed: checks it, accumulates it, writes the log line.
+  // wait: block for a pending read (checkpoints, the end of the run).
+  void take_loss(bool wait) {
+    if (!model_ || !model_->loss_pending()) return;
+    float mean = NAN, last = NAN;
     int n = 0;
-    float loss = gpu_->read_loss(&n);
-    if (n > 0) check_finite(loss, epoch, "in the steps before");
-    gpu_->sync_to_host(*model_, *adam_);
+    if (!model_->poll_loss(&mean, &last, &n, wait)) return;
+    if (n == 0) return;
+    if (!backend_.is_cuda()) {
+      check_finite(last, epoch_, "at", step_);
+      loss_sum_ += last;
+      ++loss_n_;
+      last_loss_ = last;
+      if (step_ % log_every_ == 0) log_step(step_, last_loss_, loss_sum_ / std::max<int64_t>(1, loss_n_));
+      return;
+    }
+    // GPU: the mean over the steps since the previous request, the last one = requested_step_.
+    check_finite(mean, epoch_, "in the steps up to", requested_step_);
+    if (requested_step_ % log_every_ == 0) log_step(requested_step_, last, mean);
+  }
+
+  // GPU runs: wait for the loss in flight; bring the weights to the host copy used by eval.
+  void sync_host(int64_t) {
+    if (!backend_.is_cuda() || !model_ || model_->capacity() == 0) return;
+    if (!model_->loss_pending()) {  // check the steps since the last read before saving them
+      model_->request_loss();
+      requested_step_ = step_;
+    }
+    take_loss(true);
+    std::vector<float> w(model_->num_params());
+    model_->download_params(w.data());
+    host_model_->upload_params(w.data());
   }
 
   void say(const std::string& s) {
     if (ctx_ && !ctx_->quiet) std::fprintf(stderr, "%s%s\n", tty_ ? "\r\033[K" : "", s.c_str());
   }
 
-  void log_step(float loss) {
+  // One metrics line for `step`: its loss and the mean since the previous line.
+  void log_step(int64_t step, float loss, double loss_avg) {
     const double el = (now_ns() - t_start_) / 1e9;
     const double sps = samples_ / std::max(el, 1e-9);
     char line[512];
     std::snprintf(line, sizeof line, "{\"type\":\"train\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,\"loss_avg\":%.6g,\"samples\":%lld,\"samples_per_s\":%.1f,\"elapsed_s\":%.2f}\n",
-                  (long long)step_, (long long)epoch_, loss, loss_sum_ / std::max<int64_t>(1, loss_n_), (long long)samples_, sps, el);
+                  (long long)step, (long long)epoch_, loss, loss_avg, (long long)samples_, sps, el);
     metrics_ << line;
     if (ctx_->quiet) return;
     std::string eta = "after a full epoch";
@@ -378,8 +453,7 @@ class TrainStep : public Stage {
       eta = fmt_duration(per_step * (double)std::max<int64_t>(0, total - step_));
     }
     std::snprintf(line, sizeof line, "epoch %lld/%lld  step %lld  %.0f samples/s  loss %.5f (avg %.5f)  ETA %s",
-                  (long long)epoch_ + 1, (long long)ctx_->epochs, (long long)step_, sps, loss,
-                  loss_sum_ / std::max<int64_t>(1, loss_n_), eta.c_str());
+                  (long long)epoch_ + 1, (long long)ctx_->epochs, (long long)step, sps, loss, loss_avg, eta.c_str());
     if (tty_) std::fprintf(stderr, "\r\033[K%s", line);
     else std::fprintf(stderr, "%s\n", line);
     loss_sum_ = 0;
@@ -488,9 +562,14 @@ class TrainStep : public Stage {
   std::string ckpt_dir_, metrics_path_, progress_, eval_root_, init_, resume_;
   int64_t ckpt_every_, ckpt_keep_, log_every_, eval_every_, max_steps_;
   RunContext* ctx_ = nullptr;
+  Backend backend_;
+  // Declared before the model: the ring (owned with the to_device stage) outlives the model,
+  // whose destructor waits for its stream -- the last reader of the ring's slots.
+  std::shared_ptr<DeviceRing> ring_;
   std::unique_ptr<LineRefiner> model_;
   std::unique_ptr<Adam> adam_;
-  std::unique_ptr<CudaTrainer> gpu_;
+  std::unique_ptr<LineRefiner> host_model_;  // GPU runs: the host copy evaluation reads
+  int64_t requested_step_ = 0;
   std::string precision_;
   float last_loss_ = NAN;
   std::ofstream metrics_;

@@ -76,9 +76,9 @@ TEST(Checkpoint, RoundTripRestoresModelAdamAndMetadataExactly) {
   std::map<std::string, std::string> meta;
   load_checkpoint(p, m, &a, &meta);
   EXPECT_EQ(std::memcmp(m.param_data(), t.model.param_data(), m.num_params() * 4), 0);
-  EXPECT_EQ(a.exp_avg, t.adam.exp_avg);
-  EXPECT_EQ(a.exp_avg_sq, t.adam.exp_avg_sq);
-  EXPECT_EQ(a.step_count, 2);
+  EXPECT_EQ(a.exp_avg(), t.adam.exp_avg());
+  EXPECT_EQ(a.exp_avg_sq(), t.adam.exp_avg_sq());
+  EXPECT_EQ(a.step_count(), 2);
   EXPECT_EQ(meta.at("epoch"), "3");
   EXPECT_EQ(meta.at("adam.step"), "2");
   // tensors are named as the PyTorch state_dict, Adam state as adam.exp_avg(_sq).<name>

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "graph/error.h"
+#include "kernels/reference.h"
 #include "kernels/adam.h"
 #include "kernels/model.h"
 #include "tests/kernels/test_util.h"

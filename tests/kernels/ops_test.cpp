@@ -4,12 +4,32 @@
 // ~1e-16/h rounding): 1e-6 for every op.
 #include <gtest/gtest.h>
 
+#include "kernels/reference.h"
 #include "kernels/gemm.h"
 #include "kernels/ops.h"
 #include "tests/kernels/test_util.h"
 
 namespace sl {
 namespace {
+
+const OpContext kCpu = OpContext::cpu();
+
+// The max layer's backward as a dense one: compact the argmax rows, run the op into them, add
+// them back at their point rows of a dense [B*P, C_in] gradient (nullable).
+template <class T>
+void max_backward_dense(T* dx, T* dW, T* db, const T* R, const T* out, const int32_t* arg, const T* x, const T* W,
+                        int B, int P, int C_in, int C_out) {
+  const int64_t cap = argmax_rows_capacity(B, P, C_out);
+  std::vector<int32_t> row_of(size_t(B) * P), sample_rows(B + 1), din_row(size_t(B) * C_out), cb(cap), cc(cap),
+      chans(size_t(B) * C_out);
+  std::vector<int64_t> source(cap);
+  const ArgmaxRows r{row_of.data(), sample_rows.data(), source.data(), din_row.data(), cb.data(), cc.data(), chans.data()};
+  const int64_t U = compact_argmax_rows(kCpu, r, out, arg, B, P, C_out);
+  std::vector<T> dc(size_t(U) * C_in, T(0));
+  linear_relu_max_backward(kCpu, dx ? dc.data() : nullptr, r, dW, db, R, out, arg, x, W, B, P, C_in, C_out);
+  for (int64_t u = 0; dx && u < U; ++u)
+    for (int k = 0; k < C_in; ++k) dx[source[u] * C_in + k] += dc[u * C_in + k];
+}
 
 using test::dot;
 using test::numeric_grad;
@@ -60,11 +80,11 @@ TEST(KernelLinear, BackwardMatchesFiniteDifferencesDouble) {
         loss();  // out at the unperturbed point
         std::vector<double> dx(x.size(), 0.0), dW(W.size(), 0.0), db(b.size(), 0.0);
         std::vector<double> fout(out.size());
-        linear_forward(fout.data(), x.data(), W.data(), b.data(), N, C_in, C_out, relu);
+        linear_forward(kCpu, fout.data(), x.data(), W.data(), b.data(), N, C_in, C_out, relu);
         EXPECT_LT(rel_err(fout, out), 1e-14);
         auto dout = R;
         if (fast)
-          linear_backward(dx.data(), dW.data(), db.data(), dout.data(), fout.data(), x.data(),
+          linear_backward(kCpu, dx.data(), dW.data(), db.data(), dout.data(), fout.data(), x.data(),
                           W.data(), N, C_in, C_out, relu);
         else
           linear_backward_reference(dx.data(), dW.data(), db.data(), dout.data(), out.data(),
@@ -82,12 +102,12 @@ TEST(KernelLinear, BackwardAccumulatesIntoExistingGradients) {
   auto x = random_vec<double>(N * C_in, 1), W = random_vec<double>(C_out * C_in, 2),
        b = random_vec<double>(C_out, 3), R = random_vec<double>(N * C_out, 4);
   std::vector<double> out(N * C_out);
-  linear_forward(out.data(), x.data(), W.data(), b.data(), N, C_in, C_out, false);
+  linear_forward(kCpu, out.data(), x.data(), W.data(), b.data(), N, C_in, C_out, false);
   std::vector<double> dW0(W.size(), 0.0), dW1(W.size(), 1.5), db0(2, 0.0), db1(2, 1.5);
   auto d0 = R, d1 = R;
-  linear_backward<double>(nullptr, dW0.data(), db0.data(), d0.data(), out.data(), x.data(),
+  linear_backward<double>(kCpu, nullptr, dW0.data(), db0.data(), d0.data(), out.data(), x.data(),
                           W.data(), N, C_in, C_out, false);
-  linear_backward<double>(nullptr, dW1.data(), db1.data(), d1.data(), out.data(), x.data(),
+  linear_backward<double>(kCpu, nullptr, dW1.data(), db1.data(), d1.data(), out.data(), x.data(),
                           W.data(), N, C_in, C_out, false);
   for (size_t i = 0; i < dW0.size(); ++i) EXPECT_NEAR(dW1[i], dW0[i] + 1.5, 1e-12);
   for (size_t i = 0; i < 2; ++i) EXPECT_NEAR(db1[i], db0[i] + 1.5, 1e-12);
@@ -101,12 +121,12 @@ TEST(KernelLinear, FastMatchesReferenceFloatAcrossBlocks) {
       auto x = random_vec<float>(N * C_in, 20), W = random_vec<float>(C_out * C_in, 21),
            b = random_vec<float>(C_out, 22), R = random_vec<float>(N * C_out, 23);
       std::vector<float> of(N * C_out), orf(N * C_out);
-      linear_forward(of.data(), x.data(), W.data(), b.data(), N, C_in, C_out, relu);
+      linear_forward(kCpu, of.data(), x.data(), W.data(), b.data(), N, C_in, C_out, relu);
       linear_forward_reference(orf.data(), x.data(), W.data(), b.data(), N, C_in, C_out, relu);
       EXPECT_LT(rel_err(of, orf), 1e-5);
       std::vector<float> dxf(x.size(), 0.f), dWf(W.size(), 0.f), dbf(C_out, 0.f);
       auto dxr = dxf, dWr = dWf, dbr = dbf, dout = R;
-      linear_backward(dxf.data(), dWf.data(), dbf.data(), dout.data(), of.data(), x.data(), W.data(),
+      linear_backward(kCpu, dxf.data(), dWf.data(), dbf.data(), dout.data(), of.data(), x.data(), W.data(),
                       N, C_in, C_out, relu);
       linear_backward_reference(dxr.data(), dWr.data(), dbr.data(), R.data(), orf.data(), x.data(),
                                 W.data(), N, C_in, C_out, relu);
@@ -158,13 +178,13 @@ TEST(KernelLinearReluMax, BackwardMatchesFiniteDifferencesDouble) {
   std::vector<double> out(B * C_out);
   std::vector<int32_t> arg(B * C_out);
   auto loss = [&] {
-    linear_relu_max_forward(out.data(), arg.data(), x.data(), W.data(), b.data(), B, P, C_in, C_out);
+    linear_relu_max_forward(kCpu, out.data(), arg.data(), x.data(), W.data(), b.data(), B, P, C_in, C_out, static_cast<double*>(nullptr));
     return dot(out, R);
   };
   loss();
   std::vector<double> dx(x.size(), 0.0), dW(W.size(), 0.0), db(b.size(), 0.0);
-  linear_relu_max_backward<double>(dx.data(), nullptr, dW.data(), db.data(), R.data(), out.data(),
-                                   arg.data(), x.data(), W.data(), B, P, C_in, C_out);
+  max_backward_dense<double>(dx.data(), dW.data(), db.data(), R.data(), out.data(), arg.data(), x.data(), W.data(),
+                             B, P, C_in, C_out);
   EXPECT_LT(rel_err(dx, numeric_grad(x, loss)), kFdTol);
   EXPECT_LT(rel_err(dW, numeric_grad(W, loss)), kFdTol);
   EXPECT_LT(rel_err(db, numeric_grad(b, loss)), kFdTol);
@@ -179,7 +199,7 @@ TEST(KernelLinearReluMax, FastMatchesLinearThenMaxpoolReferenceFloat) {
   std::vector<int32_t> aref(B * C_out), afast(B * C_out);
   linear_forward_reference(y.data(), x.data(), W.data(), b.data(), int64_t(B) * P, C_in, C_out, true);
   maxpool_forward(ref.data(), aref.data(), y.data(), B, P, C_out);
-  linear_relu_max_forward(fast.data(), afast.data(), x.data(), W.data(), b.data(), B, P, C_in, C_out);
+  linear_relu_max_forward(kCpu, fast.data(), afast.data(), x.data(), W.data(), b.data(), B, P, C_in, C_out, static_cast<float*>(nullptr));
   EXPECT_LT(rel_err(fast, ref), 1e-5);
   for (size_t i = 0; i < ref.size(); ++i)
     if (ref[i] > 0) {
@@ -191,8 +211,8 @@ TEST(KernelLinearReluMax, FastMatchesLinearThenMaxpoolReferenceFloat) {
   linear_backward_reference(dxr.data(), dWr.data(), dbr.data(), dy.data(), y.data(), x.data(),
                             W.data(), int64_t(B) * P, C_in, C_out, true);
   std::vector<float> dxf(x.size(), 0.f), dWf(W.size(), 0.f), dbf(C_out, 0.f);
-  linear_relu_max_backward<float>(dxf.data(), nullptr, dWf.data(), dbf.data(), R.data(), fast.data(),
-                                  afast.data(), x.data(), W.data(), B, P, C_in, C_out);
+  max_backward_dense<float>(dxf.data(), dWf.data(), dbf.data(), R.data(), fast.data(), afast.data(), x.data(),
+                            W.data(), B, P, C_in, C_out);
   EXPECT_LT(rel_err(dxf, dxr), 1e-5);
   EXPECT_LT(rel_err(dWf, dWr), 1e-5);
   EXPECT_LT(rel_err(dbf, dbr), 1e-5);
@@ -224,14 +244,14 @@ TEST(KernelGlobalLineLinear, BackwardMatchesFiniteDifferencesDouble) {
          R = random_vec<double>(B * L * C_out, 74);
     std::vector<double> out(B * L * C_out), scratch(B * C_out);
     auto loss = [&] {
-      global_line_linear_forward(out.data(), g.data(), f.data(), W.data(), b.data(), B, L, G, F,
+      global_line_linear_forward(kCpu, out.data(), g.data(), f.data(), W.data(), b.data(), B, L, G, F,
                                  C_out, relu, scratch.data());
       return dot(out, R);
     };
     loss();
     std::vector<double> dg(g.size(), 0.0), df(f.size(), 0.0), dW(W.size(), 0.0), db(C_out, 0.0);
     auto dout = R;
-    global_line_linear_backward(dg.data(), df.data(), dW.data(), db.data(), dout.data(), out.data(),
+    global_line_linear_backward(kCpu, dg.data(), df.data(), dW.data(), db.data(), dout.data(), out.data(),
                                 g.data(), f.data(), W.data(), B, L, G, F, C_out, relu, scratch.data());
     EXPECT_LT(rel_err(dg, numeric_grad(g, loss)), kFdTol);
     EXPECT_LT(rel_err(df, numeric_grad(f, loss)), kFdTol);
@@ -248,7 +268,7 @@ TEST(KernelGlobalLineLinear, FastMatchesConcatThenLinearReferenceFloat) {
   std::vector<float> cat(B * L * (G + F)), ref(B * L * C_out), fast(B * L * C_out), scratch(B * C_out);
   concat_forward(cat.data(), g.data(), f.data(), B, L, G, F);
   linear_forward_reference(ref.data(), cat.data(), W.data(), b.data(), int64_t(B) * L, G + F, C_out, true);
-  global_line_linear_forward(fast.data(), g.data(), f.data(), W.data(), b.data(), B, L, G, F, C_out,
+  global_line_linear_forward(kCpu, fast.data(), g.data(), f.data(), W.data(), b.data(), B, L, G, F, C_out,
                              true, scratch.data());
   EXPECT_LT(rel_err(fast, ref), 1e-5);
   std::vector<float> dcat(cat.size(), 0.f), dWr(W.size(), 0.f), dbr(C_out, 0.f);
@@ -258,7 +278,7 @@ TEST(KernelGlobalLineLinear, FastMatchesConcatThenLinearReferenceFloat) {
   concat_backward(dgr.data(), dfr.data(), dcat.data(), B, L, G, F);
   std::vector<float> dgf(g.size(), 0.f), dff(f.size(), 0.f), dWf(W.size(), 0.f), dbf(C_out, 0.f);
   auto dout = R;
-  global_line_linear_backward(dgf.data(), dff.data(), dWf.data(), dbf.data(), dout.data(), fast.data(),
+  global_line_linear_backward(kCpu, dgf.data(), dff.data(), dWf.data(), dbf.data(), dout.data(), fast.data(),
                               g.data(), f.data(), W.data(), B, L, G, F, C_out, true, scratch.data());
   EXPECT_LT(rel_err(dgf, dgr), 1e-5);
   EXPECT_LT(rel_err(dff, dfr), 1e-5);
@@ -268,11 +288,16 @@ TEST(KernelGlobalLineLinear, FastMatchesConcatThenLinearReferenceFloat) {
 
 TEST(KernelMse, ValueAndBackwardMatchFiniteDifferences) {
   const std::vector<double> p0 = {1, 2, 3, 4}, t = {0, 2, 5, 3.5};
-  EXPECT_DOUBLE_EQ(mse_forward(p0.data(), t.data(), 4), (1 + 0 + 4 + 0.25) / 4);
+  double sum = 0.5, last = 0;  // the op's bookkeeping: last = loss, sum += loss, count += 1
+  int32_t count = 3;
+  mse_loss<double>(kCpu, {&sum, &count, &last}, p0.data(), t.data(), 4);
+  EXPECT_DOUBLE_EQ(last, (1 + 0 + 4 + 0.25) / 4);
+  EXPECT_DOUBLE_EQ(sum, 0.5 + last);
+  EXPECT_EQ(count, 4);
   auto p = random_vec<double>(12, 90), tt = random_vec<double>(12, 91);
-  auto loss = [&] { return mse_forward(p.data(), tt.data(), 12); };
+  auto loss = [&] { return mse_forward_reference(p.data(), tt.data(), 12); };
   std::vector<double> dp(12, 0.0);
-  mse_backward(dp.data(), p.data(), tt.data(), 12);
+  mse_backward(kCpu, dp.data(), p.data(), tt.data(), 12);
   EXPECT_LT(rel_err(dp, numeric_grad(p, loss)), kFdTol);
   EXPECT_DOUBLE_EQ(dp[3], 2 * (p[3] - tt[3]) / 12);
 }

@@ -1,0 +1,211 @@
+#include "kernels/reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace sl {
+
+template <class T>
+void linear_forward_reference(T* out, const T* in, const T* weight, const T* bias, int64_t N,
+                              int C_in, int C_out, bool relu) {
+  for (int64_t r = 0; r < N; ++r)
+    for (int o = 0; o < C_out; ++o) {
+      T acc = bias[o];
+      for (int k = 0; k < C_in; ++k) acc += in[r * C_in + k] * weight[int64_t(o) * C_in + k];
+      out[r * C_out + o] = relu && acc < T(0) ? T(0) : acc;
+    }
+}
+
+template <class T>
+void linear_backward_reference(T* din, T* dweight, T* dbias, const T* dout, const T* out,
+                               const T* in, const T* weight, int64_t N, int C_in, int C_out,
+                               bool relu) {
+  for (int64_t r = 0; r < N; ++r)
+    for (int o = 0; o < C_out; ++o) {
+      T g = dout[r * C_out + o];
+      if (relu && !(out[r * C_out + o] > T(0))) g = T(0);
+      dbias[o] += g;
+      for (int k = 0; k < C_in; ++k) {
+        dweight[int64_t(o) * C_in + k] += g * in[r * C_in + k];
+        if (din) din[r * C_in + k] += g * weight[int64_t(o) * C_in + k];
+      }
+    }
+}
+
+template <class T>
+void maxpool_forward(T* out, int32_t* argmax, const T* in, int B, int P, int C) {
+  for (int b = 0; b < B; ++b)
+    for (int c = 0; c < C; ++c) {
+      T best = in[(int64_t(b) * P) * C + c];
+      int32_t arg = 0;
+      for (int p = 1; p < P; ++p) {
+        const T v = in[(int64_t(b) * P + p) * C + c];
+        if (v > best) {
+          best = v;
+          arg = p;
+        }
+      }
+      out[int64_t(b) * C + c] = best;
+      argmax[int64_t(b) * C + c] = arg;
+    }
+}
+
+template <class T>
+void maxpool_backward(T* din, const T* dout, const int32_t* argmax, int B, int P, int C) {
+  for (int b = 0; b < B; ++b)
+    for (int c = 0; c < C; ++c)
+      din[(int64_t(b) * P + argmax[int64_t(b) * C + c]) * C + c] += dout[int64_t(b) * C + c];
+}
+
+template <class T>
+void concat_forward(T* out, const T* global, const T* feat, int B, int L, int G, int F) {
+  for (int b = 0; b < B; ++b)
+    for (int l = 0; l < L; ++l) {
+      T* row = out + (int64_t(b) * L + l) * (G + F);
+      for (int g = 0; g < G; ++g) row[g] = global[int64_t(b) * G + g];
+      for (int f = 0; f < F; ++f) row[G + f] = feat[(int64_t(b) * L + l) * F + f];
+    }
+}
+
+template <class T>
+void concat_backward(T* dglobal, T* dfeat, const T* dout, int B, int L, int G, int F) {
+  for (int b = 0; b < B; ++b)
+    for (int l = 0; l < L; ++l) {
+      const T* row = dout + (int64_t(b) * L + l) * (G + F);
+      for (int g = 0; g < G; ++g) dglobal[int64_t(b) * G + g] += row[g];
+      for (int f = 0; f < F; ++f) dfeat[(int64_t(b) * L + l) * F + f] += row[G + f];
+    }
+}
+
+template <class T>
+T mse_forward_reference(const T* pred, const T* target, int64_t n) {
+  double acc = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = double(pred[i]) - double(target[i]);
+    acc += d * d;
+  }
+  return T(acc / double(n));
+}
+
+template <class T>
+void mse_backward_reference(T* dpred, const T* pred, const T* target, int64_t n) {
+  const T s = T(2) / T(n);
+  for (int64_t i = 0; i < n; ++i) dpred[i] += s * (pred[i] - target[i]);
+}
+
+void adam_update_reference(float* params, float* exp_avg, float* exp_avg_sq, const float* grads, size_t n,
+                           int64_t step, const AdamConfig& cfg) {
+  for (size_t i = 0; i < n; ++i) {
+    double g = grads[i];
+    if (cfg.weight_decay != 0.f) g += double(cfg.weight_decay) * params[i];
+    const double m = double(cfg.beta1) * exp_avg[i] + (1.0 - double(cfg.beta1)) * g;
+    const double v = double(cfg.beta2) * exp_avg_sq[i] + (1.0 - double(cfg.beta2)) * g * g;
+    exp_avg[i] = float(m);
+    exp_avg_sq[i] = float(v);
+    const double mhat = m / (1.0 - std::pow(double(cfg.beta1), double(step)));
+    const double vhat = v / (1.0 - std::pow(double(cfg.beta2), double(step)));
+    params[i] = float(params[i] - double(cfg.lr) * mhat / (std::sqrt(vhat) + double(cfg.eps)));
+  }
+}
+
+template <class T>
+T line_refiner_reference(const ModelConfig& cfg, const T* params, T* grads, const T* context,
+                         const T* noisy_line, const T* target_offset, int B, int P, int L,
+                         T* pred) {
+  const ModelLayout lay = model_layout(cfg);
+  const std::vector<ParamInfo> table = make_param_table(cfg);
+  size_t ti = 0;  // walks the table: weight, bias per layer
+  struct Ref {
+    const Layer* l;
+    size_t w, b;
+  };
+  auto take = [&](const std::vector<Layer>& ls) {
+    std::vector<Ref> r;
+    for (const Layer& l : ls) {
+      r.push_back({&l, table[ti].offset, table[ti + 1].offset});
+      ti += 2;
+    }
+    return r;
+  };
+  const auto enc = take(lay.enc), line = take(lay.line), reg = take(lay.reg);
+  const int G = cfg.encoder.back(), F = cfg.line_mlp.back();
+  const int64_t NP = int64_t(B) * P, NL = int64_t(B) * L;
+
+  // forward, keeping every activation
+  auto run = [&](const std::vector<Ref>& ls, const T* x, int64_t n, bool relu_last,
+                 std::vector<std::vector<T>>& acts) {
+    const T* in = x;
+    for (size_t i = 0; i < ls.size(); ++i) {
+      acts.emplace_back(size_t(n) * ls[i].l->out);
+      const bool relu = i + 1 < ls.size() || relu_last;
+      linear_forward_reference(acts.back().data(), in, params + ls[i].w, params + ls[i].b, n,
+                               ls[i].l->in, ls[i].l->out, relu);
+      in = acts.back().data();
+    }
+  };
+  std::vector<std::vector<T>> ea, la, ra;
+  run(enc, context, NP, true, ea);
+  std::vector<T> global(size_t(B) * G);
+  std::vector<int32_t> argmax(size_t(B) * G);
+  maxpool_forward(global.data(), argmax.data(), ea.back().data(), B, P, G);
+  run(line, noisy_line, NL, true, la);
+  std::vector<T> cat(size_t(NL) * (G + F));
+  concat_forward(cat.data(), global.data(), la.back().data(), B, L, G, F);
+  run(reg, cat.data(), NL, false, ra);
+  const int OUT = cfg.out_channels;
+  const T loss = mse_forward_reference(ra.back().data(), target_offset, NL * OUT);
+  if (pred) std::copy(ra.back().begin(), ra.back().end(), pred);
+  if (!grads) return loss;
+
+  // backward, in exact reverse order
+  auto back = [&](const std::vector<Ref>& ls, const T* x, int64_t n, bool relu_last,
+                  std::vector<std::vector<T>>& acts, std::vector<T> dout, T* dx) {
+    for (size_t i = ls.size(); i-- > 0;) {
+      const T* in = i == 0 ? x : acts[i - 1].data();
+      std::vector<T> din(size_t(n) * ls[i].l->in, T(0));
+      const bool relu = i + 1 < ls.size() || relu_last;
+      linear_backward_reference(din.data(), grads + ls[i].w, grads + ls[i].b, dout.data(),
+                                acts[i].data(), in, params + ls[i].w, n, ls[i].l->in,
+                                ls[i].l->out, relu);
+      dout = std::move(din);
+    }
+    if (dx)
+      for (size_t k = 0; k < dout.size(); ++k) dx[k] += dout[k];
+  };
+  std::vector<T> dpred(size_t(NL) * OUT, T(0));
+  mse_backward_reference(dpred.data(), ra.back().data(), target_offset, NL * OUT);
+  std::vector<T> dcat(size_t(NL) * (G + F), T(0));
+  back(reg, cat.data(), NL, false, ra, dpred, dcat.data());
+  std::vector<T> dglobal(size_t(B) * G, T(0)), dfeat(size_t(NL) * F, T(0));
+  concat_backward(dglobal.data(), dfeat.data(), dcat.data(), B, L, G, F);
+  back(line, noisy_line, NL, true, la, dfeat, nullptr);
+  std::vector<T> dlast(size_t(NP) * G, T(0));
+  maxpool_backward(dlast.data(), dglobal.data(), argmax.data(), B, P, G);
+  back(enc, context, NP, true, ea, dlast, nullptr);
+  return loss;
+}
+
+template float line_refiner_reference<float>(const ModelConfig&, const float*, float*,
+                                             const float*, const float*, const float*, int, int,
+                                             int, float*);
+template double line_refiner_reference<double>(const ModelConfig&, const double*, double*,
+                                               const double*, const double*, const double*, int,
+                                               int, int, double*);
+
+
+#define SL_INSTANTIATE(T)                                                                                        \
+  template void linear_forward_reference<T>(T*, const T*, const T*, const T*, int64_t, int, int, bool);          \
+  template void linear_backward_reference<T>(T*, T*, T*, const T*, const T*, const T*, const T*, int64_t, int,   \
+                                             int, bool);                                                         \
+  template void maxpool_forward<T>(T*, int32_t*, const T*, int, int, int);                                       \
+  template void maxpool_backward<T>(T*, const T*, const int32_t*, int, int, int);                                \
+  template void concat_forward<T>(T*, const T*, const T*, int, int, int, int);                                   \
+  template void concat_backward<T>(T*, T*, const T*, int, int, int, int);                                        \
+  template T mse_forward_reference<T>(const T*, const T*, int64_t);                                              \
+  template void mse_backward_reference<T>(T*, const T*, const T*, int64_t);
+SL_INSTANTIATE(float)
+SL_INSTANTIATE(double)
+#undef SL_INSTANTIATE
+
+}  // namespace sl

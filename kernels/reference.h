@@ -1,0 +1,49 @@
+// Plain references: naive loops, no blocking, no BLAS, no backend. The ops of kernels/ops.h
+// (both backends) and the model are tested against these; they are never used for training.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/adam.h"
+#include "kernels/model.h"
+
+namespace sl {
+
+// out [N, C_out] = act(in [N, C_in] · weight^T + bias)
+template <class T>
+void linear_forward_reference(T* out, const T* in, const T* weight, const T* bias, int64_t N, int C_in, int C_out,
+                              bool relu);
+// din (nullable), dweight, dbias ACCUMULATE; dout is read only (the ReLU mask from `out`).
+template <class T>
+void linear_backward_reference(T* din, T* dweight, T* dbias, const T* dout, const T* out, const T* in,
+                               const T* weight, int64_t N, int C_in, int C_out, bool relu);
+// out [B, C] = max_p in [B, P, C]; argmax [B, C] = the first p attaining the max.
+template <class T>
+void maxpool_forward(T* out, int32_t* argmax, const T* in, int B, int P, int C);
+// din [B, P, C] += dout [B, C] scattered to the argmax rows only.
+template <class T>
+void maxpool_backward(T* din, const T* dout, const int32_t* argmax, int B, int P, int C);
+// out [B, L, G + F] = [global [B, G] broadcast over L, feat [B, L, F]] (global first).
+template <class T>
+void concat_forward(T* out, const T* global, const T* feat, int B, int L, int G, int F);
+// dglobal [B, G] += sum_l dout[b, l, :G]; dfeat [B, L, F] += dout[b, l, G:].
+template <class T>
+void concat_backward(T* dglobal, T* dfeat, const T* dout, int B, int L, int G, int F);
+// mean of (pred - target)^2, accumulated in double
+template <class T>
+T mse_forward_reference(const T* pred, const T* target, int64_t n);
+// dpred [n] += 2 (pred - target) / n
+template <class T>
+void mse_backward_reference(T* dpred, const T* pred, const T* target, int64_t n);
+// Adam in double, the textbook formula (m_hat, v_hat), at step number `step` (1-based).
+void adam_update_reference(float* params, float* exp_avg, float* exp_avg_sq, const float* grads, size_t n,
+                           int64_t step, const AdamConfig& cfg);
+
+// The whole model from the references above (materialised concat, dense backward, allocates).
+// params laid out by make_param_table(cfg); grads (nullable) is ACCUMULATED into;
+// pred (nullable) [B,L,out]. Returns the MSE loss. T = float or double.
+template <class T>
+T line_refiner_reference(const ModelConfig& cfg, const T* params, T* grads, const T* context, const T* noisy_line,
+                         const T* target_offset, int B, int P, int L, T* pred);
+
+}  // namespace sl
