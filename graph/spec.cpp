@@ -491,6 +491,19 @@ void validate_graph(const PipelineSpec& spec) {
                  up.id + "' (" + up.type + ") emits " + kind_name(up.schema->output));
     }
   }
+  // The device ring returns a batch's pinned host slot only when a later submit or release
+  // polls it: with no more host slots than ring slots the batch stage can starve and the run
+  // ends early on a GPU. Refuse it here, where `streamline validate` sees it.
+  for (const auto& s : spec.stages) {
+    if (s.type != "to_device" || s.inputs.empty()) continue;
+    const auto& up = spec.stages[pos[s.inputs[0]]];
+    if (up.type != "batch") continue;
+    const int64_t ring = spec.params(s.index).get_int("ring"), slots = spec.params(up.index).get_int("slots");
+    if (slots <= ring)
+      fail(P + "/stages/" + std::to_string(s.index) + "/params/ring",
+           "to_device.ring (" + std::to_string(ring) + ") must be below the slots of its batch stage '" + up.id +
+               "' (" + std::to_string(slots) + "): host slots come back only as later batches are copied");
+  }
   // Sample keys: walk each stage's ancestry from the source and track what exists.
   for (const auto& s : spec.stages) {
     std::vector<std::string> needed = s.schema->requires_keys;

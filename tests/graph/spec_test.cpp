@@ -199,5 +199,19 @@ TEST(Registry, DidYouMeanPicksTheNearestNameOnly) {
   EXPECT_EQ(did_you_mean("zzzzzz", {"radius", "points"}), "");
 }
 
+TEST(Spec, DeviceRingAsLargeAsTheBatchSlotsIsRejected) {
+  const std::string f = std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json";
+  EXPECT_NO_THROW(load_pipeline(f, {"batch.slots=3", "h2d.ring=2"}));
+  for (const char* slots : {"batch.slots=2", "batch.slots=1"}) {
+    try {
+      load_pipeline(f, {slots, "h2d.ring=2"});
+      ADD_FAILURE() << slots << " with ring 2 was accepted";
+    } catch (const Error& e) {
+      EXPECT_HAS(std::string(e.what()), "/params/ring");
+      EXPECT_HAS(std::string(e.what()), "to_device.ring (2) must be below the slots of its batch stage 'batch'");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sl
