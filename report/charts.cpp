@@ -185,7 +185,7 @@ std::string render_chart(const Chart& c) {
   for (double v : yt)
     o << "<line x1=\"" << kLeft << "\" x2=\"" << kLeft + pw << "\" y1=\"" << fmt("%.1f", py(v)) << "\" y2=\""
       << fmt("%.1f", py(v)) << "\"/>";
-  const std::vector<double> xt = nice_ticks(x0, x1, std::max(2, pw / 110));
+  const std::vector<double> xt = nice_ticks(x0, x1, std::max(4, pw / 90));
   for (double v : xt)
     o << "<line y1=\"" << kTop << "\" y2=\"" << kTop + ph << "\" x1=\"" << fmt("%.1f", px(v)) << "\" x2=\""
       << fmt("%.1f", px(v)) << "\"/>";

@@ -31,6 +31,12 @@ EvalExample make_eval_example(const float* context, int64_t P, int64_t C, const 
   return e;
 }
 
+bool is_new_line(const EvalExamples& e, int32_t scene, int32_t line) {
+  for (const auto& x : e.lines)
+    if (x.scene == scene && x.line == line) return false;
+  return true;
+}
+
 namespace {
 
 void put_floats(std::string& o, const std::vector<float>& v) {

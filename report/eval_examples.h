@@ -25,6 +25,10 @@ struct EvalExamples {
 // which is read unshuffled, so every evaluation of a run shows the same lines.
 constexpr size_t kReportExamples = 4;
 
+// Whether (scene, line) is not among the kept examples yet: the pieces of one long line come
+// one after another, and four pieces of one line would show one place four times.
+bool is_new_line(const EvalExamples& e, int32_t scene, int32_t line);
+
 // One example from a batch row: context [P,C] (C >= 3: x, y, z, then intensity when C >= 4),
 // noisy line, predicted offset and true line [L,3].
 EvalExample make_eval_example(const float* context, int64_t P, int64_t C, const float* noisy, const float* pred,
