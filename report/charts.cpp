@@ -69,16 +69,25 @@ std::vector<double> smooth_ema(const std::vector<double>& y, double weight) {
 std::vector<double> nice_ticks(double lo, double hi, int target) {
   std::vector<double> t;
   if (!(hi > lo) || !std::isfinite(lo) || !std::isfinite(hi)) return t;
-  const double raw = (hi - lo) / std::max(1, target);
-  const double mag = std::pow(10, std::floor(std::log10(raw)));
-  double step = mag;
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (raw <= m * mag * 1.0000001) {
-      step = m * mag;
-      break;
-    }
-  const double first = std::ceil(lo / step - 1e-9) * step;
-  for (double v = first; v <= hi + step * 1e-9; v += step) t.push_back(std::abs(v) < step * 1e-9 ? 0.0 : v);
+  target = std::max(1, target);
+  const int e = (int)std::floor(std::log10((hi - lo) / target));
+  // The 1, 2 or 5 x 10^e (or 10^(e+1)) step whose tick count is nearest the target.
+  double best_m = 1;
+  int best_e = e;
+  double best_miss = INFINITY;
+  constexpr double kMantissa[] = {1, 2, 5, 1};
+  for (int k = 0; k < 4; ++k) {
+    const double m = kMantissa[k];
+    const int ee = k == 3 ? e + 1 : e;
+    const double miss = std::abs((hi - lo) / (m * std::pow(10, ee)) - target);
+    if (miss < best_miss - 1e-9) best_miss = miss, best_m = m, best_e = ee;
+  }
+  // Ticks as integer multiples of m, scaled by 10^e last (dividing for e < 0), so that 0.6 is
+  // 6 / 10 and not 3 x 0.2 = 0.6000000000000001.
+  const double scale = std::pow(10, std::abs(best_e));
+  auto value = [&](long long k) { return best_e >= 0 ? k * best_m * scale : k * best_m / scale; };
+  const double step = value(1);
+  for (long long k = (long long)std::ceil(lo / step - 1e-9); value(k) <= hi + step * 1e-9; ++k) t.push_back(value(k));
   return t;
 }
 

@@ -124,8 +124,9 @@ RunData load_run(const std::string& dir) {
 
 namespace {
 
-// TensorBoard's default smoothing weight.
-constexpr double kSmoothing = 0.6;
+// TensorBoard's default smoothing weight, raised for long runs so that the average spans about
+// a 200th of the run (what one does with TensorBoard's slider on 100,000 steps).
+double smoothing_weight(size_t n) { return std::clamp(1.0 - 200.0 / std::max<size_t>(n, 1), 0.6, 0.999); }
 
 std::string fmt(const char* f, double v) {
   char b[64];
@@ -181,14 +182,15 @@ std::string card(const std::string& label, const std::string& value, const std::
 }
 
 std::string loss_section(const Metrics& m) {
-  Series raw{"loss", "#7fb3e0"}, smooth{"smoothed (EMA " + fmt("%g", kSmoothing) + ")", "#1f5fa8"};
+  const double w = smoothing_weight(m.train.size());
+  Series raw{"loss", "#7fb3e0"}, smooth{"smoothed (EMA " + fmt("%g", w) + ")", "#1f5fa8"};
   raw.width = 1, raw.opacity = 0.8, smooth.width = 2;
   std::vector<double> y;
   for (const auto& r : m.train) {
     raw.points.push_back({(double)r.step, r.loss});
     y.push_back(r.loss);
   }
-  const auto s = smooth_ema(y, kSmoothing);
+  const auto s = smooth_ema(y, w);
   for (size_t i = 0; i < s.size(); ++i) smooth.points.push_back({(double)m.train[i].step, s[i]});
   Chart c;
   c.id = "chart-loss";
@@ -199,8 +201,8 @@ std::string loss_section(const Metrics& m) {
   c.series = {raw, smooth};
   return "<h2>Loss</h2>" + render_chart(c) +
          "<p class=\"note\">The loss of the batch at each logged step; the dark line is TensorBoard's smoothing (an "
-         "exponential moving average, weight " + fmt("%g", kSmoothing) +
-         ", start-up bias removed). The y axis turns logarithmic when the values span two decades or more.</p>";
+         "exponential moving average, start-up bias removed) with weight " + fmt("%g", w) +
+         ": TensorBoard's 0.6, raised on long runs to average over about a 200th of the run. The y axis turns logarithmic when the values span two decades or more.</p>";
 }
 
 std::string lr_section(const Metrics& m, const std::optional<RunFacts>& facts) {
