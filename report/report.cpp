@@ -350,50 +350,15 @@ std::string stages_section(const RunFacts& f) {
              "backpressure.</p></details>";
 }
 
-// Skip reasons differ in their numbers ("4 points within 2.00 m"): grouped with the digits
-// masked, so one cause is one row.
-std::string reason_pattern(const std::string& reason) {
-  std::string o;
-  for (size_t i = 0; i < reason.size(); ++i) {
-    const bool digit = std::isdigit((unsigned char)reason[i]);
-    const bool in_number = digit || (reason[i] == '.' && i + 1 < reason.size() && std::isdigit((unsigned char)reason[i + 1]) &&
-                                     !o.empty() && o.back() == '#');
-    if (!in_number) o += reason[i];
-    else if (o.empty() || o.back() != '#') o += '#';
-  }
-  return o;
-}
-
 std::string skips_section(const RunFacts& f) {
   std::string o = "<h2>Skipped items</h2>";
   if (f.wall_s < 0) return o + "<p class=\"note\">Listed when the run ends.</p>";
   if (f.skips_total == 0) return o + "<p data-metric=\"skips_total\">0</p><p class=\"note\">Nothing was skipped.</p>";
-  struct Group {
-    std::string stage, pattern;
-    int64_t count = 0;
-    std::vector<const SkipRecord*> examples;
-  };
-  std::vector<Group> groups;
-  std::map<std::pair<std::string, std::string>, size_t> index;
-  for (const auto& s : f.skips) {
-    auto key = std::make_pair(s.stage, reason_pattern(s.reason));
-    auto it = index.find(key);
-    if (it == index.end()) {
-      it = index.emplace(key, groups.size()).first;
-      groups.push_back({s.stage, key.second});
-    }
-    Group& g = groups[it->second];
-    ++g.count;
-    if (g.examples.size() < 3) g.examples.push_back(&s);
-  }
-  std::stable_sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) { return a.count > b.count; });
-  o += "<p><span data-metric=\"skips_total\">" + std::to_string(f.skips_total) + "</span> item(s) skipped";
-  if ((int64_t)f.skips.size() < f.skips_total)
-    o += " (the table groups the first " + std::to_string(f.skips.size()) + " the run recorded)";
-  o += ".</p><table class=\"data\"><tr><th>stage</th><th>reason (# stands for a number)</th><th>count</th><th>examples</th></tr>";
-  for (const auto& g : groups) {
+  o += "<p><span data-metric=\"skips_total\">" + std::to_string(f.skips_total) + "</span> item(s) skipped.</p>";
+  o += "<table class=\"data\"><tr><th>stage</th><th>reason (# stands for a number)</th><th>count</th><th>examples</th></tr>";
+  for (const auto& g : f.skip_groups) {
     std::string ex;
-    for (const auto* e : g.examples) ex += "<div>" + html_escape(e->item) + ": " + html_escape(e->reason) + "</div>";
+    for (const auto& e : g.examples) ex += "<div>" + html_escape(e.item) + ": " + html_escape(e.reason) + "</div>";
     o += "<tr><td>" + html_escape(g.stage) + "</td><td>" + html_escape(g.pattern) + "</td><td data-skip-count>" +
          std::to_string(g.count) + "</td><td class=\"examples\">" + ex + "</td></tr>";
   }

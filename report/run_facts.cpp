@@ -1,7 +1,9 @@
 #include "report/run_facts.h"
 
 #include <algorithm>
+#include <cctype>
 #include <ctime>
+#include <map>
 
 #include <rapidjson/document.h>
 #include <rapidjson/prettywriter.h>
@@ -20,8 +22,39 @@ void record_result(RunFacts& f, const RunResult& r) {
   f.bottleneck = r.bottleneck;
   f.stages = r.stages;
   f.skips_total = (int64_t)r.skips.size();
-  f.skips.assign(r.skips.begin(), r.skips.begin() + (ptrdiff_t)std::min(r.skips.size(), kMaxSkipsKept));
+  f.skip_groups = group_skips(r.skips);
   f.summaries = r.summaries;
+}
+
+std::string reason_pattern(const std::string& reason) {
+  std::string o;
+  for (size_t i = 0; i < reason.size(); ++i) {
+    const bool digit = std::isdigit((unsigned char)reason[i]);
+    // A decimal point between digits belongs to the number: "2.00" is one '#'.
+    const bool point = reason[i] == '.' && !o.empty() && o.back() == '#' && i + 1 < reason.size() &&
+                       std::isdigit((unsigned char)reason[i + 1]);
+    if (!digit && !point) o += reason[i];
+    else if (o.empty() || o.back() != '#') o += '#';
+  }
+  return o;
+}
+
+std::vector<SkipGroup> group_skips(const std::vector<SkipRecord>& skips) {
+  std::vector<SkipGroup> groups;
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  for (const auto& s : skips) {
+    auto key = std::make_pair(s.stage, reason_pattern(s.reason));
+    auto it = index.find(key);
+    if (it == index.end()) {
+      it = index.emplace(key, groups.size()).first;
+      groups.push_back({s.stage, key.second, 0, {}});
+    }
+    SkipGroup& g = groups[it->second];
+    ++g.count;
+    if (g.examples.size() < kSkipExamples) g.examples.push_back(s);
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const SkipGroup& a, const SkipGroup& b) { return a.count > b.count; });
+  return groups;
 }
 
 std::string utc_now() {
@@ -84,13 +117,22 @@ std::string to_json(const RunFacts& f) {
     w.EndArray();
     w.Key("skips_total");
     w.Int64(f.skips_total);
-    w.Key("skips");
+    w.Key("skip_groups");
     w.StartArray();
-    for (const auto& s : f.skips) {
+    for (const auto& g : f.skip_groups) {
       w.StartObject();
-      str("stage", s.stage);
-      str("item", s.item);
-      str("reason", s.reason);
+      str("stage", g.stage);
+      str("pattern", g.pattern);
+      w.Key("count"), w.Int64(g.count);
+      w.Key("examples");
+      w.StartArray();
+      for (const auto& s : g.examples) {
+        w.StartObject();
+        str("item", s.item);
+        str("reason", s.reason);
+        w.EndObject();
+      }
+      w.EndArray();
       w.EndObject();
     }
     w.EndArray();
@@ -151,10 +193,16 @@ RunFacts parse_run_facts(const std::string& text, const std::string& path) {
       r.wait_output_s = num(s, "wait_output_s", 0);
       f.stages.push_back(r);
     }
-  if (d.HasMember("skips") && d["skips"].IsArray())
-    for (const auto& s : d["skips"].GetArray())
-      if (s.IsObject()) f.skips.push_back({str(s, "stage"), str(s, "item"), str(s, "reason")});
-  f.skips_total = (int64_t)num(d, "skips_total", (double)f.skips.size());
+  if (d.HasMember("skip_groups") && d["skip_groups"].IsArray())
+    for (const auto& g : d["skip_groups"].GetArray()) {
+      if (!g.IsObject()) continue;
+      SkipGroup k{str(g, "stage"), str(g, "pattern"), (int64_t)num(g, "count", 0), {}};
+      if (g.HasMember("examples") && g["examples"].IsArray())
+        for (const auto& s : g["examples"].GetArray())
+          if (s.IsObject()) k.examples.push_back({k.stage, str(s, "item"), str(s, "reason")});
+      f.skip_groups.push_back(std::move(k));
+    }
+  f.skips_total = (int64_t)num(d, "skips_total", 0);
   if (d.HasMember("summaries") && d["summaries"].IsArray())
     for (const auto& s : d["summaries"].GetArray())
       if (s.IsString()) f.summaries.push_back(s.GetString());

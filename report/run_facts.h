@@ -11,6 +11,14 @@
 
 namespace sl::report {
 
+// Skipped items of one stage and one cause: reasons differ in their numbers ("4 points within
+// 2.00 m"), so they are grouped with the digits masked ("# points within # m").
+struct SkipGroup {
+  std::string stage, pattern;
+  int64_t count = 0;
+  std::vector<SkipRecord> examples;  // the first few
+};
+
 struct RunFacts {
   std::string status = "running";  // running | finished | interrupted | failed
   std::string name, pipeline_path, command, started_utc, updated_utc;
@@ -22,13 +30,17 @@ struct RunFacts {
   double wall_s = -1, peak_rss_bytes = -1;
   std::string error, bottleneck;
   std::vector<StageReport> stages;
-  std::vector<SkipRecord> skips;  // the first kMaxSkipsKept
+  std::vector<SkipGroup> skip_groups;  // most frequent first
   int64_t skips_total = 0;
   std::vector<std::string> summaries;
 };
 
-// A run that skips every sample would otherwise write a run.json as large as its dataset.
-constexpr size_t kMaxSkipsKept = 1000;
+// Examples kept per group: a run that skips every sample would otherwise write a run.json as
+// large as its dataset.
+constexpr size_t kSkipExamples = 3;
+
+std::string reason_pattern(const std::string& reason);
+std::vector<SkipGroup> group_skips(const std::vector<SkipRecord>& skips);
 
 // The end of a run: status, times, stages, skips and summaries from its result.
 void record_result(RunFacts& f, const RunResult& r);

@@ -131,11 +131,12 @@ RunFacts fake_facts(const std::string& metrics) {
   a.id = "crop", a.type = "crop_polyline", a.threads = 2, a.utilization = 0.31, a.busy_s = 380;
   t.id = "train", t.type = "train_step", t.utilization = 0.97, t.busy_s = 594;
   f.stages = {a, t};
-  f.skips = {{"crop", "scene_0001 line 0", "4 points within 2.00 m of the noisy_line (min_points 32)"},
+  f.skip_groups = group_skips({{"crop", "scene_0001 line 0", "4 points within 2.00 m of the noisy_line (min_points 32)"},
              {"crop", "scene_0002 line 3", "17 points within 2.00 m of the noisy_line (min_points 32)"},
              {"read", "scene_0005", "bad header"},
-             {"crop", "scene_0009 line 1", "8 points within 2.00 m of the noisy_line (min_points 32)"}};
-  f.skips_total = 4;
+             {"crop", "scene_0009 line 1", "8 points within 2.00 m of the noisy_line (min_points 32)"},
+             {"crop", "scene_0010 line 2", "9 points within 2.00 m of the noisy_line (min_points 32)"}});
+  f.skips_total = 5;
   return f;
 }
 
@@ -257,10 +258,11 @@ TEST(Report, LongRunOf100000StepsDrawsTwoPointsPerPixelOnALogAxisAndShowsTheFile
   EXPECT_EQ(metric(html, "last_eval_after"), raw_value(run.eval_lines.back(), "err_after_m") + " m");
   EXPECT_EQ(metric(html, "seed"), "1234");
   EXPECT_EQ(metric(html, "peak_rss"), "412 MiB");
-  EXPECT_EQ(metric(html, "skips_total"), "4");
-  // Skips grouped by stage and reason with the numbers masked: 3 crop, 1 read.
+  EXPECT_EQ(metric(html, "skips_total"), "5");
+  // Skips grouped by stage and reason with the numbers masked: 4 crop, 1 read.
   EXPECT_NE(html.find("# points within # m of the noisy_line (min_points #)"), std::string::npos);
-  EXPECT_NE(html.find("<td data-skip-count>3</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td data-skip-count>4</td>"), std::string::npos);
+  EXPECT_EQ(count(html, "scene_0010 line 2"), 0u) << "three examples per group";
   EXPECT_NE(html.find("<td data-skip-count>1</td>"), std::string::npos);
   EXPECT_EQ(count(html, "<rect data-stage="), 2u);
   EXPECT_EQ(count(html, "class=\"example\""), 4u);
@@ -341,8 +343,12 @@ TEST(Report, RunFactsAndEvalExamplesRoundTripThroughTheirFiles) {
   EXPECT_EQ(g.pipeline_json, f.pipeline_json);
   ASSERT_EQ(g.stages.size(), 2u);
   EXPECT_EQ(g.stages[1].utilization, 0.97);
-  ASSERT_EQ(g.skips.size(), 4u);
-  EXPECT_EQ(g.skips[2].reason, "bad header");
+  ASSERT_EQ(g.skip_groups.size(), 2u);
+  EXPECT_EQ(g.skip_groups[0].count, 4);
+  EXPECT_EQ(g.skip_groups[0].pattern, "# points within # m of the noisy_line (min_points #)");
+  ASSERT_EQ(g.skip_groups[0].examples.size(), kSkipExamples);
+  EXPECT_EQ(g.skip_groups[0].examples[2].item, "scene_0009 line 1");
+  EXPECT_EQ(g.skip_groups[1].examples[0].reason, "bad header");
   const EvalExamples e = fake_examples(4, 3);
   const EvalExamples h = parse_eval_examples(to_json(e), "x.json");
   ASSERT_EQ(h.lines.size(), 3u);
@@ -454,6 +460,11 @@ TEST(ReportCli, TrainingRunWritesTheReportAndReportCommandSurvivesACutMetricsFil
   EXPECT_EQ(f.status, "finished");
   EXPECT_EQ(f.seed, 42u);
   EXPECT_EQ(f.stages.size(), 11u);
+  int64_t grouped = 0, by_stage = 0;
+  for (const auto& g : f.skip_groups) grouped += g.count;
+  for (const auto& st : f.stages) by_stage += st.skipped;
+  EXPECT_EQ(grouped, f.skips_total);
+  EXPECT_EQ(by_stage, f.skips_total);
   const EvalExamples ex = parse_eval_examples(read_file(ckpt + "/eval_examples.json"), "eval_examples.json");
   ASSERT_GE(ex.lines.size(), 1u);
   EXPECT_LE(ex.lines.size(), kReportExamples);
