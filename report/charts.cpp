@@ -226,7 +226,8 @@ std::string render_chart(const Chart& c) {
     for (size_t i = 0; i < drawn.size(); ++i)
       o << (i ? " " : "") << fmt("%.1f", px(drawn[i].x)) << "," << fmt("%.1f", py(drawn[i].y));
     o << "\"/>";
-    if (s.markers)
+    // A lone point draws no line (a run that logged once): it gets a dot.
+    if (s.markers || drawn.size() == 1)
       for (const auto& p : drawn)
         o << "<circle cx=\"" << fmt("%.1f", px(p.x)) << "\" cy=\"" << fmt("%.1f", py(p.y)) << "\" r=\"3\" fill=\""
           << s.color << "\"/>";

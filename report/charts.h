@@ -55,7 +55,8 @@ struct Chart {
 int plot_width(int width);
 
 // The chart as one <svg> element. Every series becomes a <polyline data-series=NAME
-// data-n=POINTS_IN_DATA points="..."> (plus <circle>s with markers); an empty chart says so.
+// data-n=POINTS_IN_DATA points="..."> (plus <circle>s with markers, or for a single point); an
+// empty chart says so.
 std::string render_chart(const Chart& c);
 
 // Escapes &, <, >, " and ' for HTML text and attributes.

@@ -92,6 +92,39 @@ Metrics read_metrics(const std::string& path) {
   return m;
 }
 
+namespace {
+
+template <class Row>
+size_t drop_superseded_rows(std::vector<Row>& rows, std::vector<int64_t>* resumed_at) {
+  std::vector<Row> kept;
+  size_t dropped = 0;
+  for (const Row& r : rows) {
+    if (!kept.empty() && r.step <= kept.back().step) {
+      if (resumed_at) resumed_at->push_back(r.step);
+      const size_t before = kept.size();
+      while (!kept.empty() && kept.back().step >= r.step) kept.pop_back();
+      dropped += before - kept.size();
+    }
+    kept.push_back(r);
+  }
+  rows = std::move(kept);
+  return dropped;
+}
+
+}  // namespace
+
+std::vector<std::string> drop_superseded(Metrics& m) {
+  std::vector<int64_t> resumed_at;
+  const size_t train = drop_superseded_rows(m.train, &resumed_at);
+  const size_t eval = drop_superseded_rows(m.eval, nullptr);
+  std::vector<std::string> notes;
+  for (int64_t s : resumed_at)
+    notes.push_back("the run was resumed at step " + std::to_string(s) + ": the lines the interrupted run logged from there on are superseded by the resumed run's");
+  if (train + eval > 0)
+    notes.push_back(std::to_string(train) + " training and " + std::to_string(eval) + " evaluation line(s) superseded in all; not drawn");
+  return notes;
+}
+
 RunData load_run(const std::string& dir) {
   RunData r;
   r.dir = dir;
@@ -109,6 +142,7 @@ RunData load_run(const std::string& dir) {
   r.metrics_path = r.facts && !r.facts->metrics_path.empty() ? r.facts->metrics_path
                                                              : (fs::path(dir) / "metrics.jsonl").string();
   r.metrics = read_metrics(r.metrics_path);
+  for (auto& n : drop_superseded(r.metrics)) r.notes.push_back(n);
   const std::string ex_path = (fs::path(dir) / "eval_examples.json").string();
   if (fs::exists(ex_path)) {
     try {
@@ -237,14 +271,16 @@ std::string lr_section(const Metrics& m, const std::optional<RunFacts>& facts) {
 std::string speed_section(const Metrics& m) {
   Series interval{"over the last interval", "#2a9d5c"}, avg{"average since start", "#555"};
   interval.width = 1.5, avg.width = 1.5, avg.dashed = true;
+  double offset = 0;  // a resumed run restarts its clock: its times continue the earlier ones
   for (size_t i = 0; i < m.train.size(); ++i) {
     const auto& r = m.train[i];
-    avg.points.push_back({r.elapsed_s, r.samples_per_s});
+    if (i > 0 && r.elapsed_s < m.train[i - 1].elapsed_s) offset += m.train[i - 1].elapsed_s;
+    avg.points.push_back({offset + r.elapsed_s, r.samples_per_s});
     if (i > 0) {
       const auto& p = m.train[i - 1];
       const double dt = r.elapsed_s - p.elapsed_s;
-      // A resumed run restarts its clock and sample count: no interval across the restart.
-      if (dt > 0 && r.samples > p.samples) interval.points.push_back({r.elapsed_s, (r.samples - p.samples) / dt});
+      // ... and its sample count: no interval across the restart.
+      if (dt > 0 && r.samples > p.samples) interval.points.push_back({offset + r.elapsed_s, (r.samples - p.samples) / dt});
     }
   }
   Chart c;

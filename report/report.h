@@ -35,6 +35,11 @@ struct Metrics {
 // and the other lines are kept. A missing file is one problem.
 Metrics read_metrics(const std::string& path);
 
+// A resumed run appends to the metrics file from its checkpoint's step, so the steps the
+// interrupted run logged after that checkpoint appear twice: the later lines supersede them.
+// Drops the superseded rows and returns one note per resume ("" when there was none).
+std::vector<std::string> drop_superseded(Metrics& m);
+
 struct RunData {
   std::string dir;
   std::string metrics_path;

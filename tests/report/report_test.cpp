@@ -317,6 +317,46 @@ TEST(Report, CutAndGarbledMetricsLinesAreListedAndTheRestIsDrawn) {
   EXPECT_EQ(metric(html, "last_loss"), raw_value(run.train_lines[28], "loss"));
 }
 
+TEST(Report, ResumedRunsLaterLinesSupersedeTheInterruptedRunsFromTheCheckpointOn) {
+  test::TempDir dir;
+  const FakeRun a = write_metrics(dir.path("a.jsonl"), 30, 1, 10, 1), b = write_metrics(dir.path("b.jsonl"), 40, 1, 10, 2);
+  // Interrupted after step 30 (checkpoint at 20), resumed from 20: steps 21..40 logged again,
+  // with the resumed process's own clock and sample count.
+  std::string text;
+  for (int i = 0; i < 30; ++i) text += a.train_lines[i] + "\n" + (i % 10 == 9 ? a.eval_lines[i / 10] + "\n" : "");
+  for (int i = 20; i < 40; ++i) {
+    std::string l = b.train_lines[i];
+    const std::string el = raw_value(l, "elapsed_s"), sa = raw_value(l, "samples");
+    l.replace(l.find("\"elapsed_s\":" + el), 12 + el.size(), "\"elapsed_s\":" + std::to_string(0.2 * (i - 19)));
+    l.replace(l.find("\"samples\":" + sa), 10 + sa.size(), "\"samples\":" + std::to_string(64 * (i - 19)));
+    text += l + "\n" + (i % 10 == 9 ? b.eval_lines[i / 10] + "\n" : "");
+  }
+  write_file_atomic(dir.path("metrics.jsonl"), text);
+  const RunData r = load_run(dir.path(""));
+  ASSERT_EQ(r.metrics.train.size(), 40u);
+  for (int i = 0; i < 40; ++i) ASSERT_EQ(r.metrics.train[i].step, i + 1);
+  EXPECT_EQ(r.metrics.train[19].loss, read_metrics(dir.path("a.jsonl")).train[19].loss);
+  EXPECT_EQ(r.metrics.train[20].loss, read_metrics(dir.path("b.jsonl")).train[20].loss);
+  ASSERT_EQ(r.metrics.eval.size(), 4u);  // a's 10 and 20, b's 30 and 40 (a's 30 superseded)
+  EXPECT_EQ(r.metrics.eval[2].err_after_m, read_metrics(dir.path("b.jsonl")).eval[2].err_after_m);
+  bool said = false;
+  for (const auto& n : r.notes) said |= n.find("resumed at step 21") != std::string::npos;
+  EXPECT_TRUE(said);
+  const std::string html = render_html(r);
+  EXPECT_EQ(polyline_points(svg_by_id(html, "chart-loss"), "loss"), 40);
+  // Throughput: 39 intervals but the one across the restart.
+  EXPECT_EQ(polyline_points(svg_by_id(html, "chart-speed"), "over the last interval"), 38);
+}
+
+TEST(Report, ASingleLoggedStepIsADot) {
+  Chart c;
+  c.id = "one";
+  c.series = {Series{"loss", "#000", {{10, 0.5}}}};
+  const std::string svg = render_chart(c);
+  EXPECT_EQ(polyline_points(svg, "loss"), 1);
+  EXPECT_EQ(count(svg, "<circle"), 1u);
+}
+
 TEST(Report, BadRunJsonAndExamplesAreNotesAndAMissingFolderIsAnErrorNamingIt) {
   test::TempDir dir;
   write_metrics(dir.path("metrics.jsonl"), 5, 1, 100, 2);
