@@ -170,6 +170,9 @@ int cmd_inspect(const InspectArgs& a) {
 }
 
 int cmd_report(const std::string& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir, ec) && !fs::exists(fs::path(dir) / "metrics.jsonl", ec) && !fs::exists(fs::path(dir) / "run.json", ec))
+    fail(dir, "not a run folder: no metrics.jsonl and no run.json in it (a training run's folder is its train_step checkpoint.dir)");
   const report::RunData run = report::load_run(dir);
   const std::string path = report::write_report(dir);
   std::cerr << "read " << run.metrics.train.size() << " training and " << run.metrics.eval.size()

@@ -419,7 +419,7 @@ TEST(ReportBrowser, ChromiumRendersTheLongRunPageToANonTrivialPngAndParsesEveryC
   const std::string page = write_report(dir.path(""));
   const std::string html = read_file(page);
   const int W = 940, H = 2600;
-  const std::string flags = " --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir='" +
+  const std::string flags = " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars --user-data-dir='" +
                             dir.path("profile") + "' ";
   const std::string png = dir.path("shot.png"), dom = dir.path("dom.html");
   std::string cmd = chromium + flags + "--window-size=" + std::to_string(W) + "," + std::to_string(H) +
@@ -556,6 +556,10 @@ TEST(ReportCli, TrainingRunWritesTheReportAndReportCommandSurvivesACutMetricsFil
   r = cli::run_cli(dir, "report " + q(dir.path("nothing_here")));
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("nothing_here: not a folder"), std::string::npos) << r.err;
+  r = cli::run_cli(dir, "report " + q(data));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find(data + ": not a run folder: no metrics.jsonl and no run.json"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(data + "/report.html"));
 }
 }  // namespace
 }  // namespace sl::report
