@@ -283,9 +283,16 @@ std::string speed_section(const Metrics& m) {
       if (dt > 0 && r.samples > p.samples) interval.points.push_back({offset + r.elapsed_s, (r.samples - p.samples) / dt});
     }
   }
+  // Seconds, minutes or hours, whichever keeps the tick labels short.
+  const double end = avg.points.empty() ? 0 : avg.points.back().x;
+  const auto [unit, per] = end > 3 * 3600 ? std::pair<const char*, double>{"h", 3600}
+                           : end > 600    ? std::pair<const char*, double>{"min", 60}
+                                          : std::pair<const char*, double>{"s", 1};
+  for (auto* s : {&interval, &avg})
+    for (auto& p : s->points) p.x /= per;
   Chart c;
   c.id = "chart-speed";
-  c.x_label = "time since the run started (s)";
+  c.x_label = std::string("time since the run started (") + unit + ")";
   c.y_label = "training samples/s";
   c.width = kHalfChart;
   c.height = 220;

@@ -250,6 +250,7 @@ TEST(Report, LongRunOf100000StepsDrawsTwoPointsPerPixelOnALogAxisAndShowsTheFile
   EXPECT_NE(loss.find("data-n=\"100000\""), std::string::npos) << "the data keeps every step";
   EXPECT_NE(loss.find("(log scale)"), std::string::npos) << "losses span three decades";
   EXPECT_EQ(polyline_points(svg_by_id(html, "chart-lr"), "learning rate"), 2 * plot_width(kHalfChart));
+  EXPECT_NE(svg_by_id(html, "chart-speed").find("time since the run started (h)"), std::string::npos) << "5.6 hours";
   EXPECT_EQ(polyline_points(svg_by_id(html, "chart-eval-error"), "refined"), (int)run.eval_lines.size());
   // The numbers on the page are those of the file, digit for digit.
   EXPECT_EQ(metric(html, "last_step"), "100000");
@@ -287,6 +288,7 @@ TEST(Report, TenStepRunDrawsEveryPointOnALinearAxis) {
   EXPECT_EQ(count(svg_by_id(html, "chart-eval-improved"), "<circle"), 2u);
   // Throughput over each interval: one point fewer than the logged steps.
   EXPECT_EQ(polyline_points(svg_by_id(html, "chart-speed"), "over the last interval"), 9);
+  EXPECT_NE(svg_by_id(html, "chart-speed").find("time since the run started (s)"), std::string::npos);
   EXPECT_EQ(metric(html, "last_loss"), raw_value(run.train_lines.back(), "loss"));
   EXPECT_EQ(count(html, "class=\"example\""), 2u);
 }
