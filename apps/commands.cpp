@@ -1,6 +1,7 @@
 // Data tools of the CLI:
 //   streamline gen-data ROOT [--seed N] [--train N] [--val N] [--format pcd|bin]
 //   streamline inspect FILE [--json] [--render OUT.png] [--lines LINES.json] [--meters M] [--size PX]
+//   streamline report RUN_DIR
 // Exit codes as main.cpp: 0 ok, 1 failure (the message names the file and the reason), 2 usage.
 #include "apps/commands.h"
 
@@ -14,6 +15,7 @@
 #include "data/render.h"
 #include "graph/error.h"
 #include "kernels/gemm.h"
+#include "report/report.h"
 #include "stages/io/inspect.h"
 #include "stages/io/kitti.h"
 #include "stages/io/lines_json.h"
@@ -43,6 +45,8 @@ struct InspectArgs {
 struct Commands {
   CLI::App* gen = nullptr;
   CLI::App* inspect = nullptr;
+  CLI::App* report = nullptr;
+  std::string run_dir;
   GenArgs g;
   InspectArgs i;
 };
@@ -165,6 +169,21 @@ int cmd_inspect(const InspectArgs& a) {
   return kOk;
 }
 
+int cmd_report(const std::string& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir, ec) && !fs::exists(fs::path(dir) / "metrics.jsonl", ec) && !fs::exists(fs::path(dir) / "run.json", ec))
+    fail(dir, "not a run folder: no metrics.jsonl and no run.json in it (a training run's folder is its train_step checkpoint.dir)");
+  const report::RunData run = report::load_run(dir);
+  const std::string path = report::write_report(dir);
+  std::cerr << "read " << run.metrics.train.size() << " training and " << run.metrics.eval.size()
+            << " evaluation lines of " << run.metrics_path;
+  if (!run.metrics.problems.empty()) std::cerr << " (" << run.metrics.problems.size() << " unreadable: " << run.metrics.problems[0] << ")";
+  std::cerr << "\n";
+  for (const auto& n : run.notes) std::cerr << "  note: " << n << "\n";
+  std::cout << fs::absolute(path).string() << "\n";
+  return kOk;
+}
+
 }  // namespace
 
 void prepare_process(int argc, char** argv) { ensure_blas_env(argc, argv); }
@@ -187,6 +206,9 @@ void add_commands(CLI::App& app) {
   c.inspect->add_option("--meters", c.i.meters, "side of the rendered square in metres, centred on the origin (default: fit the points)")
       ->check(CLI::NonNegativeNumber);
   c.inspect->add_option("--size", c.i.size, "rendered image side in pixels")->check(CLI::Range(16, 16384));
+
+  c.report = app.add_subcommand("report", "write RUN_DIR/report.html: curves, stage time, skipped items, before/after pictures");
+  c.report->add_option("run_dir", c.run_dir, "a training run's folder (train_step's checkpoint.dir)")->required();
 }
 
 int run_commands(CLI::App&) {
@@ -194,6 +216,7 @@ int run_commands(CLI::App&) {
   try {
     if (c.gen && *c.gen) return cmd_gen_data(c.g);
     if (c.inspect && *c.inspect) return cmd_inspect(c.i);
+    if (c.report && *c.report) return cmd_report(c.run_dir);
   } catch (const Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kFailure;

@@ -5,19 +5,23 @@
 //   streamline doctor
 //   streamline infer --checkpoint CKPT --cloud SCENE.pcd [--lines SCENE.json] --out REFINED.json
 //   streamline gen-data ROOT, streamline inspect FILE (apps/commands.cpp)
+//   streamline report RUN_DIR (apps/commands.cpp)
 // Exit codes: 0 ok, 1 run failure, 2 usage error or invalid pipeline, 130 interrupted.
 #include <csignal>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "apps/commands.h"
+#include "apps/run_report.h"
 #include "graph/atomic_file.h"
 #include "graph/engine.h"
 #include "graph/error.h"
 #include "graph/spec.h"
+#include "report/report.h"
 #include "stages/device/device.h"
 #include "stages/io/kitti.h"
 #include "stages/io/lines_json.h"
@@ -60,6 +64,20 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
     return kExitUsage;
   }
   if (!quiet) std::cerr << "streamline: " << spec.name << " -- " << dev.reason << "\n";
+  // A training run keeps its facts in its folder (run.json) for the report, which the trainer
+  // rewrites at each checkpoint and this function at the end.
+  std::optional<RunFolder> folder = run_folder_of(spec);
+  report::RunFacts facts;
+  if (folder) {
+    std::string command = "streamline run " + path;
+    for (const auto& s : sets) command += " --set " + s;
+    facts = start_facts(spec, dev, *folder, command);
+    try {
+      write_run_facts(*folder, facts);
+    } catch (const Error& e) {
+      std::cerr << "warning: " << e.what() << " (the run report will lack the run's facts)\n";
+    }
+  }
   RunOptions opt;
   opt.threads = threads;
   opt.trace_path = trace;
@@ -77,6 +95,16 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
   }
   if (!quiet) std::cerr << format_report(r);
   for (const auto& s : r.summaries) std::cout << s << "\n";
+  if (folder) {
+    // A report that cannot be written does not change the run's outcome: it is a warning.
+    try {
+      report::record_result(facts, r);
+      write_run_facts(*folder, facts);
+      std::cout << "report: " << std::filesystem::absolute(report::write_report(folder->dir)).string() << "\n";
+    } catch (const std::exception& e) {
+      std::cerr << "warning: run report not written: " << e.what() << "\n";
+    }
+  }
   if (!trace.empty() && !quiet) std::cerr << "trace written to " << trace << " (open it in https://ui.perfetto.dev)\n";
   if (!r.ok) std::cerr << "error: " << r.error << "\n";
   if (r.interrupted) std::cerr << "interrupted: stopped the source, drained the stages, finished the sink\n";
