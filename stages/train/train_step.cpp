@@ -521,14 +521,29 @@ ModelConfig config_from_checkpoint(const std::string& path) {
   auto meta = read_safetensors(path).metadata;
   auto it = meta.find("pipeline");
   if (it == meta.end()) return ModelConfig{};  // e.g. weights exported from PyTorch: default widths
-  rapidjson::Document d;
-  d.Parse(it->second.c_str());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("stages")) throw Error(path + ": metadata 'pipeline' is not a pipeline JSON");
-  for (auto& s : d["stages"].GetArray()) {
-    if (std::string(s["type"].GetString()) == "train_step")
-      return model_config_from(Params(&s["params"]["model"], path + ": __metadata__/pipeline train_step model"));
-  }
+  // Parsed and checked like any pipeline (as infer does): a corrupt or hand-edited record is an
+  // sl::Error naming the file, not an assertion or a read of the wrong JSON type (found by
+  // fuzz/fuzz_checkpoint).
+  PipelineSpec spec = parse_pipeline(it->second, path + ": __metadata__/pipeline");
+  for (const auto& s : spec.stages)
+    if (s.type == "train_step") {
+      ModelConfig cfg = model_config_from(spec.params(s.index).get_object("model"));
+      check_checkpoint_widths(path, cfg);
+      return cfg;
+    }
   return ModelConfig{};
+}
+
+void check_checkpoint_widths(const std::string& path, const ModelConfig& cfg) {
+  // Before a model of these widths is allocated: widths recorded in (or given for) a file must
+  // be those of its tensors, so that a corrupt record cannot make us allocate gigabytes.
+  const StFile f = read_safetensors(path);
+  for (const ParamInfo& p : make_param_table(cfg)) {
+    auto t = f.tensors.find(p.name);
+    if (t == f.tensors.end() || t->second.shape != p.shape)
+      fail(path, "the model widths of its pipeline do not match its tensors (tensor '" + p.name +
+                     (t == f.tensors.end() ? "' is missing)" : "' has another shape)"));
+  }
 }
 
 void register_train_stages(StageRegistry& r) {
