@@ -248,6 +248,7 @@ class TrainStep : public Stage {
                       std::to_string(ctx.seed) + "; resuming would not continue the same run");
         say("resumed from " + path + " at step " + std::to_string(step_) + ", epoch " + std::to_string(ctx.start.epoch) +
             ", item " + std::to_string(ctx.start.index) + (ctx.start_skip_samples ? " (+" + std::to_string(ctx.start_skip_samples) + " samples)" : ""));
+        resumed_from_ = path;
       }
     }
     pos_ = ctx.start;
@@ -329,6 +330,11 @@ class TrainStep : public Stage {
 
   void finish(RunContext& ctx) override {
     if (tty_) std::fprintf(stderr, "\n");
+    // A finished run resumed again trains nothing: say so instead of a silent exit 0.
+    if (!resumed_from_.empty() && step_ == first_step_ && !failed_ && !ctx.cancelled())
+      ctx.add_summary("resume: nothing left to train: " + resumed_from_ + " (step " + std::to_string(step_) +
+                      ") already completed this run's " + std::to_string(ctx.epochs) +
+                      " epoch(s); raise \"epochs\" to train further");
     if (step_ > 0 && !failed_) {
       save(ctx);
       ctx.add_summary("checkpoint: " + last_saved_ + " (step " + std::to_string(step_) + ")");
@@ -501,7 +507,7 @@ class TrainStep : public Stage {
   int64_t t_start_ = 0;
   Position pos_;
   int64_t pos_skip_ = 0;
-  std::string last_saved_, live_key_, pipeline_for_meta_;
+  std::string last_saved_, live_key_, pipeline_for_meta_, resumed_from_;
 };
 
 }  // namespace

@@ -7,12 +7,16 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <unistd.h>
 
 #include "graph/atomic_file.h"
+#include "kernels/safetensors.h"
+#include "stages/train/train_step.h"
 #include "stages/io/kitti.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"
@@ -252,15 +256,72 @@ TEST(Cli, SigintDuringTrainingCheckpointsAndExits130) {
   // No temporary file left behind.
   for (const auto& e : fs::directory_iterator(runs)) EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos);
 
-  // Resume continues from that checkpoint: 1 more epoch than where it stopped.
-  std::string args = "run " + q(pipeline);
-  for (auto s : sets) {
-    if (s.rfind("epochs=", 0) == 0) s = "epochs=2";
-    args += " --set " + q(s);
+  // Resume trains the rest of the interrupted epoch and one more, from exactly where it stopped:
+  // it ends on the same step with the same weights as an uninterrupted run of that many epochs.
+  // (One more: a stop after an epoch's last batch but before its end marker leaves nothing of
+  // that epoch to train.)
+  const StFile at_stop = read_safetensors(ckpt);
+  const int64_t stop_step = std::stoll(at_stop.metadata.at("step"));
+  const int64_t stop_epoch = std::stoll(at_stop.metadata.at("position.epoch"));
+  ASSERT_GT(stop_step, 0);
+  const std::string epochs = "epochs=" + std::to_string(stop_epoch + 2);
+  auto args_with = [&](const std::string& run_dir) {
+    std::string a = "run " + q(pipeline);
+    for (auto s : sets) {
+      if (s.rfind("epochs=", 0) == 0) s = epochs;
+      if (s.rfind("train.checkpoint.dir=", 0) == 0) s = "train.checkpoint.dir=" + run_dir;
+      a += " --set " + q(s);
+    }
+    return a;
+  };
+  auto r = run_cli(dir, args_with(runs) + " --set train.resume=auto");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("resumed from " + ckpt + " at step " + std::to_string(stop_step)), std::string::npos) << r.err;
+  const std::string resumed_ckpt = latest_checkpoint(runs);
+  const StFile resumed = read_safetensors(resumed_ckpt);
+  const int64_t end_step = std::stoll(resumed.metadata.at("step"));
+  EXPECT_EQ(resumed.metadata.at("position.epoch"), std::to_string(stop_epoch + 2));
+  EXPECT_EQ(resumed.metadata.at("position.index"), "0");
+  // The steps after the stop are logged once each, in order.
+  std::vector<int64_t> logged;
+  {
+    std::istringstream in(read_file(metrics));
+    for (std::string line; std::getline(in, line);) {
+      rapidjson::Document d;
+      d.Parse(line.c_str());
+      if (!d.HasParseError() && d.IsObject() && d.HasMember("type") && std::string(d["type"].GetString()) == "train")
+        logged.push_back(d["step"].GetInt64());
+    }
   }
-  auto r = run_cli(dir, args + " --set train.resume=auto");
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("resumed from " + ckpt), std::string::npos) << r.err;
+  ASSERT_FALSE(logged.empty());
+  EXPECT_EQ(logged.back(), end_step);
+  const auto first_after = std::find(logged.begin(), logged.end(), stop_step + 1);
+  ASSERT_NE(first_after, logged.end()) << "no step after the stop was logged; stopped at step " << stop_step
+                                       << ", ended at " << end_step << "\n" << read_file(metrics) << r.err;
+  for (auto it = first_after; it != logged.end(); ++it) EXPECT_EQ(*it, stop_step + 1 + (it - first_after));
+
+  const std::string straight_dir = dir.path("straight");
+  auto s = run_cli(dir, args_with(straight_dir));
+  ASSERT_EQ(s.code, 0) << s.err;
+  const StFile straight = read_safetensors(latest_checkpoint(straight_dir));
+  EXPECT_EQ(straight.metadata.at("step"), std::to_string(end_step)) << "the resumed run trained a different number of steps";
+  EXPECT_GT(end_step, stop_step);
+  ASSERT_EQ(straight.tensors.size(), resumed.tensors.size());
+  for (const auto& [name, t] : straight.tensors) {
+    ASSERT_EQ(resumed.tensors.count(name), 1u) << name;
+    EXPECT_TRUE(t.bytes == resumed.tensors.at(name).bytes) << name << " differs from the uninterrupted run";
+  }
+
+  // Resuming the finished run again trains nothing, says so, and leaves the checkpoint's step.
+  auto again = run_cli(dir, args_with(runs) + " --set train.resume=auto");
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_NE((again.out + again.err).find("resume: nothing left to train: " + resumed_ckpt + " (step " +
+                                         std::to_string(end_step) + ") already completed this run's " +
+                                         std::to_string(stop_epoch + 2) + " epoch(s)"),
+            std::string::npos)
+      << again.out << again.err;
+  EXPECT_EQ(r.out.find("nothing left to train"), std::string::npos) << r.out;
+  EXPECT_EQ(read_safetensors(latest_checkpoint(runs)).metadata.at("step"), std::to_string(end_step));
 }
 
 }  // namespace
