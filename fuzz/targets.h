@@ -45,15 +45,20 @@
 
 namespace sl::fuzz {
 
-// A per-process scratch folder (tmpfs when there is one) for the readers that take a path.
+// A per-process scratch folder (tmpfs when there is one) for the readers that take a path,
+// removed at exit (a leaked string: it must outlive the static destructors the exit runs).
 inline const std::string& scratch_dir() {
-  static const std::string dir = [] {
+  static const std::string* dir = [] {
     std::string base = std::filesystem::exists("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path().string();
-    std::string d = base + "/sl_fuzz_" + std::to_string(::getpid());
-    std::filesystem::create_directories(d);
+    auto* d = new std::string(base + "/sl_fuzz_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(*d);
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(scratch_dir(), ec);
+    });
     return d;
   }();
-  return dir;
+  return *dir;
 }
 
 inline std::string write_input(const std::string& name, const uint8_t* data, size_t size) {
