@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -237,7 +238,14 @@ class TrainStep : public Stage {
         auto num = [&](const char* k) -> int64_t {
           auto it = meta.find(k);
           if (it == meta.end()) throw Error(path + ": checkpoint metadata lacks '" + std::string(k) + "'");
-          return std::stoll(it->second);
+          // The whole value, a non-negative integer: std::stoll threw std::invalid_argument, which
+          // ended the process (found by fuzz/fuzz_checkpoint).
+          const std::string& v = it->second;
+          int64_t n = -1;
+          auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+          if (ec != std::errc() || end != v.data() + v.size() || n < 0)
+            throw Error(path + ": checkpoint metadata '" + k + "' is not a non-negative integer: '" + v + "'");
+          return n;
         };
         step_ = num("step");
         ctx.start.epoch = num("position.epoch");

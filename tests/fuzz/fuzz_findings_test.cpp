@@ -9,6 +9,7 @@
 #include "fuzz/targets.h"
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "kernels/adam.h"
 #include "kernels/checkpoint.h"
 #include "kernels/model.h"
 #include "stages/train/infer.h"
@@ -83,4 +84,30 @@ TEST(CheckpointFindings, RecordedWidthsUnlikeTheTensorsAreRefusedBeforeAllocatin
       sl::parse_pipeline(sl::read_file(shipped), shipped, {std::string("train.model=") + sl::fuzz::kFuzzModel})
           .resolved_json(false));
   EXPECT_EQ(sl::config_from_checkpoint(good).encoder, (std::vector<int>{8, 16}));
+}
+
+// fuzz_checkpoint: resume read the data position with std::stoll, whose std::invalid_argument on
+// a non-numeric value no caller catches: `streamline run ... resume` died in std::terminate.
+TEST(CheckpointFindings, ResumeWithABadPositionInTheMetadataIsAnErrorNamingTheKey) {
+  sl::test::TempDir dir;
+  sl::ModelConfig cfg;
+  cfg.encoder = {8, 16};
+  cfg.line_mlp = {8};
+  cfg.regressor = {16};
+  sl::LineRefiner model(cfg, 3);
+  sl::Adam adam(model.num_params());
+  const std::map<std::string, std::string> good{
+      {"step", "5"}, {"position.epoch", "1"}, {"position.index", "2"}, {"position.skip", "0"}, {"seed", "42"}};
+  const std::string path = dir.path("step_00000005.safetensors");
+  sl::save_checkpoint(path, model, &adam, good);
+  EXPECT_EQ(error_of([&] { sl::fuzz::start_train_step("resume", path); }), "");
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"position.epoch", "x"}, {"step", ""}, {"position.index", "-1"}, {"position.skip", "3 "},
+           {"step", "99999999999999999999"}}) {
+    auto meta = good;
+    meta[key] = value;
+    sl::save_checkpoint(path, model, &adam, meta);
+    EXPECT_EQ(error_of([&] { sl::fuzz::start_train_step("resume", path); }),
+              path + ": checkpoint metadata '" + key + "' is not a non-negative integer: '" + value + "'");
+  }
 }
