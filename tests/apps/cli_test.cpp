@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "graph/atomic_file.h"
+#include "graph/spec.h"
 #include "kernels/safetensors.h"
 #include "stages/train/train_step.h"
 #include "stages/io/kitti.h"
@@ -322,6 +323,115 @@ TEST(Cli, SigintDuringTrainingCheckpointsAndExits130) {
       << again.out << again.err;
   EXPECT_EQ(r.out.find("nothing left to train"), std::string::npos) << r.out;
   EXPECT_EQ(read_safetensors(latest_checkpoint(runs)).metadata.at("step"), std::to_string(end_step));
+}
+
+}  // namespace
+}  // namespace sl
+
+namespace sl {
+namespace {
+
+const std::string kTrainPipeline = std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json";
+
+TEST(Cli, ValidatePrintIsTheResolvedPipelineAndDotIsItsGraph) {
+  test::TempDir dir;
+  const std::string dot = dir.path("g.dot");
+  auto r = run_cli(dir, "validate " + q(kTrainPipeline) + " --print --dot " + q(dot));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find(": ok (11 stages: scan -> read -> lines -> split -> perturb -> crop -> resample -> center -> "
+                       "batch -> h2d -> train)"),
+            std::string::npos)
+      << r.err;
+  // --print: every default written out, and it is itself a pipeline that validates the same.
+  rapidjson::Document d;
+  d.Parse(r.out.c_str());
+  ASSERT_FALSE(d.HasParseError()) << r.out;
+  const auto& crop = d["stages"][5];
+  EXPECT_EQ(std::string(crop["id"].GetString()), "crop");
+  EXPECT_EQ(crop["params"]["min_points"].GetInt(), 32);  // not in the file: a default
+  EXPECT_TRUE(crop["params"].HasMember("z_min"));
+  EXPECT_EQ(crop["params"]["radius"].GetDouble(), 2.0);  // from the file
+  EXPECT_EQ(parse_pipeline(r.out, "printed.json").stages.size(), 11u);
+  // --dot: a node per stage, an edge per connection with its message kind.
+  const std::string g = read_file(dot);
+  EXPECT_EQ(g.rfind("digraph \"line_refine_train\" {", 0), 0u) << g;
+  for (const char* id : {"scan", "read", "lines", "split", "perturb", "crop", "resample", "center", "batch", "h2d", "train"})
+    EXPECT_NE(g.find(std::string("\"") + id + "\" [label=\"" + id + "\\n"), std::string::npos) << id;
+  EXPECT_NE(g.find("\"scan\" -> \"read\" [label=\"SceneRef\"]"), std::string::npos) << g;
+  EXPECT_NE(g.find("\"h2d\" -> \"train\" [label=\"DeviceBatch\"]"), std::string::npos) << g;
+}
+
+TEST(Cli, RunOnABadPipelineExits2WithTheJsonPointerAndRunsNothing) {
+  test::TempDir dir;
+  const std::string runs = dir.path("runs");
+  auto r = run_cli(dir, "run " + q(kTrainPipeline) + " --set crop.radius=-1 --set train.checkpoint.dir=" + q(runs));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(kTrainPipeline + ": /stages/5/params/radius"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(runs));
+}
+
+// doctor: versions, and what device "auto" picks with the reason; without a GPU, a pipeline that
+// asks for "cuda" is a usage error with the same reason.
+TEST(Cli, DoctorNamesVersionsAndTheDeviceAutoReasonAndCudaWithoutAGpuIsRefused) {
+  test::TempDir dir;
+  auto d = run_cli(dir, "doctor");
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(d.out.rfind(std::string("streamline ") + SL_VERSION + "\n", 0), 0u) << d.out;
+  for (const char* line : {"CPU cores (hardware threads): ", "oneTBB: ", "RapidJSON: ", "OpenBLAS: ", "CUDA devices: "})
+    EXPECT_NE(d.out.find(std::string("\n  ") + line), std::string::npos) << line << "\n" << d.out;
+  const std::string pick = "device \"auto\" resolves to: ";
+  const size_t at = d.out.find(pick);
+  ASSERT_NE(at, std::string::npos) << d.out;
+  if (d.out.compare(at + pick.size(), 4, "cuda") == 0) GTEST_SKIP() << "a GPU answers here: the CPU fallback is not testable";
+  const std::string cpu = "cpu (device auto: running on the CPU because ";
+  EXPECT_EQ(d.out.compare(at + pick.size(), cpu.size(), cpu), 0) << d.out;
+  const size_t because = d.out.find("because ", at) + 8;
+  const std::string reason = d.out.substr(because, d.out.find(')', because) - because);
+  ASSERT_FALSE(reason.empty());
+  auto r = run_cli(dir, "run " + q(kTrainPipeline) + " --set device=cuda");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(kTrainPipeline + ": /device: device \"cuda\" requested, but " + reason), std::string::npos)
+      << r.err << "\nreason: " << reason;
+}
+
+// infer from the command line: a run folder stands for its latest checkpoint, the lines file
+// defaults to <stem>.json beside the cloud, every line comes back with its id and category;
+// a folder without a checkpoint is an error naming it.
+TEST(Cli, InferFromARunFolderRefinesEveryLineOfTheCloudsDefaultLinesFile) {
+  test::TempDir dir;
+  const std::string root = dir.path("ds"), runs = dir.path("run");
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(root) + " --train 2 --val 1").code, 0);
+  std::string args = "run " + q(kTrainPipeline);
+  for (const std::string& s : std::vector<std::string>{"scan.root=" + root + "/train", "train.eval.root=null", "train.checkpoint.dir=" + runs,
+                              "epochs=1", "train.model.encoder=[16,32]", "train.model.line_mlp=[16]",
+                              "train.model.regressor=[16]", "resample.points=128", "batch.size=8"})
+    args += " --set " + q(s);
+  auto t = run_cli(dir, args);
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.err.find("device auto: running on the CPU because"), std::string::npos) << t.err;
+  const std::string latest = latest_checkpoint(runs);
+  ASSERT_FALSE(latest.empty());
+
+  const std::string cloud = root + "/val/scene_0000.pcd", out = dir.path("refined.json");
+  auto r = run_cli(dir, "infer --checkpoint " + q(runs) + " --cloud " + q(cloud) + " --out " + q(out));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("of " + root + "/val/scene_0000.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("with " + latest + " -> " + out), std::string::npos) << r.err;
+  const LinesFile given = read_lines_json(root + "/val/scene_0000.json"), refined = read_lines_json(out);
+  ASSERT_EQ(refined.lines.size(), given.lines.size());
+  ASSERT_GT(given.lines.size(), 0u);
+  for (size_t i = 0; i < given.lines.size(); ++i) {
+    EXPECT_EQ(refined.lines[i].id, given.lines[i].id);
+    EXPECT_EQ(refined.lines[i].category, given.lines[i].category);
+    EXPECT_GE(refined.lines[i].points.size(), 2u);
+  }
+
+  const std::string empty = dir.path("empty");
+  fs::create_directories(empty);
+  auto e = run_cli(dir, "infer --checkpoint " + q(empty) + " --cloud " + q(cloud) + " --out " + q(dir.path("x.json")));
+  EXPECT_EQ(e.code, 1);
+  EXPECT_NE(e.err.find(empty + ": no step_*.safetensors checkpoint in this folder"), std::string::npos) << e.err;
+  EXPECT_FALSE(fs::exists(dir.path("x.json")));
 }
 
 }  // namespace
