@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -432,6 +433,45 @@ TEST(Cli, InferFromARunFolderRefinesEveryLineOfTheCloudsDefaultLinesFile) {
   EXPECT_EQ(e.code, 1);
   EXPECT_NE(e.err.find(empty + ": no step_*.safetensors checkpoint in this folder"), std::string::npos) << e.err;
   EXPECT_FALSE(fs::exists(dir.path("x.json")));
+}
+
+// --threads caps every stage's threads (the table shows what each could use) and --trace writes
+// a Chrome trace holding a span per stage execution and one per trainer step.
+TEST(Cli, RunWithThreadsAndTraceCapsStageThreadsAndTracesTheTrainerSteps) {
+  test::TempDir dir;
+  const std::string root = dir.path("ds"), runs = dir.path("run"), trace = dir.path("trace.json");
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(root) + " --train 2 --val 1").code, 0);
+  std::string args = "run " + q(kTrainPipeline) + " --threads 1 --trace " + q(trace);
+  for (const std::string& s : std::vector<std::string>{
+           "scan.root=" + root + "/train", "train.eval.root=null", "train.checkpoint.dir=" + runs, "epochs=1",
+           "train.model.encoder=[16,32]", "train.model.line_mlp=[16]", "train.model.regressor=[16]",
+           "resample.points=128", "batch.size=8"})
+    args += " --set " + q(s);
+  auto r = run_cli(dir, args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("trace written to " + trace), std::string::npos) << r.err;
+  // "read" and "crop" ask for "auto" threads: with --threads 1 the table says 1.
+  for (const std::string id : {"read", "crop"}) {
+    const size_t row = r.err.find("\n  " + id + " ");
+    ASSERT_NE(row, std::string::npos) << r.err;
+    std::istringstream cols(r.err.substr(row + 1, r.err.find('\n', row + 1) - row - 1));
+    std::string name, type;
+    int threads = 0;
+    cols >> name >> type >> threads;
+    EXPECT_EQ(threads, 1) << id;
+  }
+  const int64_t steps = std::stoll(read_safetensors(latest_checkpoint(runs)).metadata.at("step"));
+  ASSERT_GT(steps, 0);
+  rapidjson::Document d;
+  const std::string text = read_file(trace);
+  d.Parse(text.c_str());
+  ASSERT_FALSE(d.HasParseError());
+  std::map<std::string, int64_t> spans;
+  for (const auto& e : d["traceEvents"].GetArray())
+    if (std::string(e["ph"].GetString()) == "X") spans[e["name"].GetString()]++;
+  EXPECT_EQ(spans["train.step"], steps);
+  for (const char* id : {"scan", "read", "lines", "split", "perturb", "crop", "resample", "center", "batch"})
+    EXPECT_GT(spans[id], 0) << id;
 }
 
 }  // namespace
