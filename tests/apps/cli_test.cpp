@@ -474,5 +474,49 @@ TEST(Cli, RunWithThreadsAndTraceCapsStageThreadsAndTracesTheTrainerSteps) {
     EXPECT_GT(spans[id], 0) << id;
 }
 
+// SIGTERM (what `kill`, systemd and job schedulers send) stops a run like Ctrl-C: the in-flight
+// work drains, the trainer checkpoints, the process exits 130 with no temporary file left.
+TEST(Cli, SigtermDuringTrainingCheckpointsAndExits130LikeCtrlC) {
+  test::TempDir dir;
+  const std::string root = dir.path("ds"), runs = dir.path("run");
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(root) + " --train 2 --val 1").code, 0);
+  std::vector<std::string> args = {SL_CLI_PATH, "run", kTrainPipeline};
+  for (const std::string& s : std::vector<std::string>{
+           "scan.root=" + root + "/train", "train.eval.root=null", "train.checkpoint.dir=" + runs,
+           "train.checkpoint.every_steps=0", "train.log.every_steps=1", "train.log.progress=lines", "epochs=100000",
+           "train.model.encoder=[16,32]", "train.model.line_mlp=[16]", "train.model.regressor=[16]",
+           "resample.points=128", "batch.size=8"})
+    args.insert(args.end(), {"--set", s});
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::freopen(dir.path("train.out").c_str(), "w", stdout);
+    std::freopen(dir.path("train.err").c_str(), "w", stderr);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(SL_CLI_PATH, argv.data());
+    _exit(127);
+  }
+  const std::string metrics = runs + "/metrics.jsonl";
+  bool training = false;
+  for (int i = 0; i < 1200 && !training; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    training = fs::exists(metrics) && read_file(metrics).find("\"type\":\"train\"") != std::string::npos;
+  }
+  kill(pid, SIGTERM);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ASSERT_TRUE(training) << read_file(dir.path("train.err"));
+  ASSERT_TRUE(WIFEXITED(st)) << "ended by signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  EXPECT_EQ(WEXITSTATUS(st), 130) << read_file(dir.path("train.err"));
+  EXPECT_NE(read_file(dir.path("train.err")).find("interrupted: stopped the source, drained the stages"),
+            std::string::npos);
+  const std::string ckpt = latest_checkpoint(runs);
+  ASSERT_FALSE(ckpt.empty()) << "no checkpoint after SIGTERM";
+  EXPECT_GT(std::stoll(read_safetensors(ckpt).metadata.at("step")), 0);
+  for (const auto& e : fs::directory_iterator(runs)) EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sl
