@@ -518,5 +518,71 @@ TEST(Cli, SigtermDuringTrainingCheckpointsAndExits130LikeCtrlC) {
   for (const auto& e : fs::directory_iterator(runs)) EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos);
 }
 
+// checkpoint.keep keeps the newest K step files; train.resume=<a file> continues from that one
+// (not the latest) and reaches the same weights; train.init=<a file> starts from its weights
+// (with lr 1e-30 they come out unchanged, where a fresh start does not).
+TEST(Cli, CheckpointKeepResumeFromAGivenFileAndInitFromWeights) {
+  test::TempDir dir;
+  const std::string root = dir.path("ds");
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(root) + " --train 2 --val 1").code, 0);
+  auto run = [&](const std::string& run_dir, std::vector<std::string> extra) {
+    std::string args = "run " + q(kTrainPipeline);
+    std::vector<std::string> sets = {"scan.root=" + root + "/train", "train.eval.root=null", "train.checkpoint.dir=" + run_dir,
+                                     "epochs=2", "train.model.encoder=[16,32]", "train.model.line_mlp=[16]",
+                                     "train.model.regressor=[16]", "resample.points=128", "batch.size=8"};
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    for (const auto& s : sets) args += " --set " + q(s);
+    return run_cli(dir, args);
+  };
+  auto steps_in = [](const std::string& d) {
+    std::vector<int64_t> steps;
+    for (const auto& e : fs::directory_iterator(d))
+      if (e.path().extension() == ".safetensors") steps.push_back(std::stoll(e.path().stem().string().substr(5)));
+    std::sort(steps.begin(), steps.end());
+    return steps;
+  };
+  const std::string r1 = dir.path("r1");
+  auto a = run(r1, {"train.checkpoint.every_steps=5", "train.checkpoint.keep=2"});
+  ASSERT_EQ(a.code, 0) << a.err;
+  const std::string last = latest_checkpoint(r1);
+  const int64_t n = std::stoll(read_safetensors(last).metadata.at("step"));
+  ASSERT_GT(n, 10);
+  const int64_t prev = n % 5 == 0 ? n - 5 : n / 5 * 5;  // the newest every-5 save before the final one
+  EXPECT_EQ(steps_in(r1), (std::vector<int64_t>{prev, n}));
+
+  // resume=<file>: the older checkpoint, not the latest; it trains the rest to the same weights.
+  char name[64];
+  std::snprintf(name, sizeof name, "/step_%08lld.safetensors", (long long)prev);
+  const std::string r2 = dir.path("r2");
+  fs::create_directories(r2);
+  fs::copy_file(r1 + name, r2 + name);
+  fs::copy_file(last, r2 + "/step_99999999.safetensors");  // a newer file that resume=<file> must ignore
+  auto b = run(r2, {"train.resume=" + r2 + name});
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_NE(b.err.find("resumed from " + r2 + name + " at step " + std::to_string(prev)), std::string::npos) << b.err;
+  std::snprintf(name, sizeof name, "/step_%08lld.safetensors", (long long)n);
+  const StFile resumed = read_safetensors(r2 + name), straight = read_safetensors(last);
+  for (const auto& [k, t] : straight.tensors) EXPECT_TRUE(t.bytes == resumed.tensors.at(k).bytes) << k;
+
+  // init=<file>: weights from the file, Adam fresh; lr 1e-30 leaves them as they were.
+  auto c = run(dir.path("r3"), {"train.init=" + last, "train.optimizer.lr=1e-30", "epochs=1"});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.err.find("initialised weights from " + last), std::string::npos) << c.err;
+  auto d = run(dir.path("r4"), {"train.optimizer.lr=1e-30", "epochs=1"});
+  ASSERT_EQ(d.code, 0) << d.err;
+  const StFile inited = read_safetensors(latest_checkpoint(dir.path("r3"))),
+               fresh = read_safetensors(latest_checkpoint(dir.path("r4")));
+  int same_as_init = 0, same_as_fresh = 0, weights = 0;
+  for (const auto& [k, t] : straight.tensors) {
+    if (k.rfind("adam.", 0) == 0) continue;
+    ++weights;
+    same_as_init += t.bytes == inited.tensors.at(k).bytes;
+    same_as_fresh += t.bytes == fresh.tensors.at(k).bytes;
+  }
+  EXPECT_EQ(same_as_init, weights);
+  EXPECT_EQ(same_as_fresh, 0);
+  EXPECT_EQ(inited.metadata.at("adam.step"), fresh.metadata.at("adam.step"));  // Adam started fresh
+}
+
 }  // namespace
 }  // namespace sl
