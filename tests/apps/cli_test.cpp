@@ -396,9 +396,9 @@ TEST(Cli, DoctorNamesVersionsAndTheDeviceAutoReasonAndCudaWithoutAGpuIsRefused) 
 }
 
 // infer from the command line: a run folder stands for its latest checkpoint, the lines file
-// defaults to <stem>.json beside the cloud, every line comes back with its id and category;
-// a folder without a checkpoint is an error naming it.
-TEST(Cli, InferFromARunFolderRefinesEveryLineOfTheCloudsDefaultLinesFile) {
+// defaults to <stem>.json beside the cloud, every line comes back with its id and category, a
+// KITTI .bin of the same points gives the same lines; a folder without a checkpoint is an error.
+TEST(Cli, InferFromARunFolderRefinesEveryLineOfTheDefaultLinesFileAlsoFromAKittiCopy) {
   test::TempDir dir;
   const std::string root = dir.path("ds"), runs = dir.path("run");
   ASSERT_EQ(run_cli(dir, "gen-data " + q(root) + " --train 2 --val 1").code, 0);
@@ -426,6 +426,17 @@ TEST(Cli, InferFromARunFolderRefinesEveryLineOfTheCloudsDefaultLinesFile) {
     EXPECT_EQ(refined.lines[i].category, given.lines[i].category);
     EXPECT_GE(refined.lines[i].points.size(), 2u);
   }
+
+  // The same scene as a KITTI .bin (same points, its lines beside it) refines to the same lines.
+  const std::string kitti_dir = dir.path("kitti");
+  fs::create_directories(kitti_dir);
+  write_kitti_bin(kitti_dir + "/scene_0000.bin", read_pcd(cloud, PcdReadOptions{}));
+  fs::copy_file(root + "/val/scene_0000.json", kitti_dir + "/scene_0000.json");
+  const std::string out_bin = dir.path("refined_bin.json");
+  auto k = run_cli(dir, "infer --checkpoint " + q(runs) + " --cloud " + q(kitti_dir + "/scene_0000.bin") + " --out " +
+                            q(out_bin));
+  ASSERT_EQ(k.code, 0) << k.err;
+  EXPECT_EQ(read_file(out_bin), read_file(out));
 
   const std::string empty = dir.path("empty");
   fs::create_directories(empty);
