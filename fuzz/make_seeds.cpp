@@ -23,6 +23,7 @@ std::string g_out;
 void save(const std::string& target, const std::string& name, const std::string& bytes) {
   fs::create_directories(g_out + "/" + target);
   std::ofstream(g_out + "/" + target + "/" + name, std::ios::binary) << bytes;
+  if (target == "pcd") save("inspect", name, bytes);  // inspect reads PCDs its own way
 }
 
 template <class T>

@@ -28,6 +28,7 @@
 #include "kernels/checkpoint.h"
 #include "kernels/model.h"
 #include "kernels/safetensors.h"
+#include "stages/io/inspect.h"
 #include "stages/io/kitti.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"
@@ -238,6 +239,21 @@ inline void samples(const uint8_t* data, size_t size) {
     }
     Sample last;
     c.fill(c.size() - 1, &last);
+  } catch (const Error&) {
+  }
+}
+
+// `streamline inspect FILE.pcd`: its own header walk (every field, every element of COUNT > 1
+// fields as its own column, NaN kept and counted), then both printers. (Its .bin and .json
+// paths are read_kitti_bin and read_lines_json, fuzzed above.)
+inline void inspect(const uint8_t* data, size_t size) {
+  const std::string path = write_input("inspect.pcd", data, size);
+  try {
+    InspectReport r = inspect_file(path);
+    SL_FUZZ_CHECK(r.format == "pcd" && r.points >= 0);
+    for (const auto& f : r.fields) SL_FUZZ_CHECK(f.nan_count >= 0 && f.nan_count <= r.points);
+    (void)to_text(r);
+    (void)to_json(r);
   } catch (const Error&) {
   }
 }

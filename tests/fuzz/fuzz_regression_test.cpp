@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::map<std::string, std::function<void(const uint8_t*, size_t)>> kTargets = {
-    {"pcd", sl::fuzz::pcd},               {"kitti", sl::fuzz::kitti},
+    {"pcd", sl::fuzz::pcd},               {"inspect", sl::fuzz::inspect},           {"kitti", sl::fuzz::kitti},
     {"lines_json", sl::fuzz::lines_json}, {"pipeline", sl::fuzz::pipeline},
     {"checkpoint", sl::fuzz::checkpoint}, {"samples", sl::fuzz::samples}};
 
