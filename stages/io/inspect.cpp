@@ -92,7 +92,9 @@ InspectReport inspect_file(const std::string& path) {
     opt.drop_nan = false;  // inspect counts invalid points instead of hiding them
     for (size_t i = 0; i < h.fields.size(); ++i) {
       if (h.fields[i] == "_") continue;
-      if (h.counts[i] == 1) {
+      // An empty cloud has no values to show per element: one row per field, so that a header
+      // alone (COUNT 3000000, WIDTH 0) cannot make us set up millions of columns (fuzz_inspect).
+      if (h.counts[i] == 1 || h.points == 0) {
         opt.fields.push_back(h.fields[i]);
       } else {
         for (int k = 0; k < h.counts[i]; ++k) opt.fields.push_back(h.fields[i] + "[" + std::to_string(k) + "]");
