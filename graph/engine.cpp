@@ -262,6 +262,14 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
   for (auto it = run.stages.rbegin(); it != run.stages.rend(); ++it) (*it)->stage->start(ctx);
 
   graph g;
+  // The stage nodes live in `run`, which outlives `g`: destroy them while `g` still exists (a
+  // node's destructor unregisters it from its graph; found by the ASan build, scripts/test).
+  struct NodesBeforeGraph {
+    Run& r;
+    ~NodesBeforeGraph() {
+      for (auto& s : r.stages) s->node.reset(), s->sequencer.reset();
+    }
+  } nodes_before_graph{run};
   auto* src_rt = run.stages[source].get();
   auto* src_stage = dynamic_cast<SourceStage*>(src_rt->stage.get());
   if (!src_stage) throw Error("stage '" + src_rt->spec->id + "' is registered as a source but is not one");

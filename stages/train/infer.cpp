@@ -80,6 +80,7 @@ LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, c
     where = checkpoint + ": __metadata__/pipeline";
   }
   const Prep prep = prep_from(text, where);
+  check_checkpoint_widths(checkpoint, prep.model);  // before allocating a model of those widths
   LineRefiner model(prep.model, 0);
   load_checkpoint(checkpoint, model, nullptr, nullptr);
   if (cloud.size() == 0) throw Error("the scene has no points");

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -257,7 +258,14 @@ class TrainStep : public Stage {
         auto num = [&](const char* k) -> int64_t {
           auto it = meta.find(k);
           if (it == meta.end()) throw Error(path + ": checkpoint metadata lacks '" + std::string(k) + "'");
-          return std::stoll(it->second);
+          // The whole value, a non-negative integer: std::stoll threw std::invalid_argument, which
+          // ended the process (found by fuzz/fuzz_checkpoint).
+          const std::string& v = it->second;
+          int64_t n = -1;
+          auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+          if (ec != std::errc() || end != v.data() + v.size() || n < 0)
+            throw Error(path + ": checkpoint metadata '" + k + "' is not a non-negative integer: '" + v + "'");
+          return n;
         };
         step_ = num("step");
         ctx.start.epoch = num("position.epoch");
@@ -268,6 +276,7 @@ class TrainStep : public Stage {
                       std::to_string(ctx.seed) + "; resuming would not continue the same run");
         say("resumed from " + path + " at step " + std::to_string(step_) + ", epoch " + std::to_string(ctx.start.epoch) +
             ", item " + std::to_string(ctx.start.index) + (ctx.start_skip_samples ? " (+" + std::to_string(ctx.start_skip_samples) + " samples)" : ""));
+        resumed_from_ = path;
       }
     }
     pos_ = ctx.start;
@@ -354,6 +363,11 @@ class TrainStep : public Stage {
 
   void finish(RunContext& ctx) override {
     if (tty_) std::fprintf(stderr, "\n");
+    // A finished run resumed again trains nothing: say so instead of a silent exit 0.
+    if (!resumed_from_.empty() && step_ == first_step_ && !failed_ && !ctx.cancelled())
+      ctx.add_summary("resume: nothing left to train: " + resumed_from_ + " (step " + std::to_string(step_) +
+                      ") already completed this run's " + std::to_string(ctx.epochs) +
+                      " epoch(s); raise \"epochs\" to train further");
     if (step_ > 0 && !failed_) {
       save(ctx);
       ctx.add_summary("checkpoint: " + last_saved_ + " (step " + std::to_string(step_) + ")");
@@ -620,7 +634,7 @@ class TrainStep : public Stage {
   int64_t t_start_ = 0, report_done_ns_ = 0, report_cost_ns_ = 0;
   Position pos_;
   int64_t pos_skip_ = 0;
-  std::string last_saved_, live_key_, pipeline_for_meta_;
+  std::string last_saved_, live_key_, pipeline_for_meta_, resumed_from_;
 };
 
 }  // namespace
@@ -640,14 +654,29 @@ ModelConfig config_from_checkpoint(const std::string& path) {
   auto meta = read_safetensors(path).metadata;
   auto it = meta.find("pipeline");
   if (it == meta.end()) return ModelConfig{};  // e.g. weights exported from PyTorch: default widths
-  rapidjson::Document d;
-  d.Parse(it->second.c_str());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("stages")) throw Error(path + ": metadata 'pipeline' is not a pipeline JSON");
-  for (auto& s : d["stages"].GetArray()) {
-    if (std::string(s["type"].GetString()) == "train_step")
-      return model_config_from(Params(&s["params"]["model"], path + ": __metadata__/pipeline train_step model"));
-  }
+  // Parsed and checked like any pipeline (as infer does): a corrupt or hand-edited record is an
+  // sl::Error naming the file, not an assertion or a read of the wrong JSON type (found by
+  // fuzz/fuzz_checkpoint).
+  PipelineSpec spec = parse_pipeline(it->second, path + ": __metadata__/pipeline");
+  for (const auto& s : spec.stages)
+    if (s.type == "train_step") {
+      ModelConfig cfg = model_config_from(spec.params(s.index).get_object("model"));
+      check_checkpoint_widths(path, cfg);
+      return cfg;
+    }
   return ModelConfig{};
+}
+
+void check_checkpoint_widths(const std::string& path, const ModelConfig& cfg) {
+  // Before a model of these widths is allocated: widths recorded in (or given for) a file must
+  // be those of its tensors, so that a corrupt record cannot make us allocate gigabytes.
+  const StFile f = read_safetensors(path);
+  for (const ParamInfo& p : make_param_table(cfg)) {
+    auto t = f.tensors.find(p.name);
+    if (t == f.tensors.end() || t->second.shape != p.shape)
+      fail(path, "the model widths of its pipeline do not match its tensors (tensor '" + p.name +
+                     (t == f.tensors.end() ? "' is missing)" : "' has another shape)"));
+  }
 }
 
 void register_train_stages(StageRegistry& r) {

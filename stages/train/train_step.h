@@ -12,6 +12,9 @@ std::string latest_checkpoint(const std::string& dir);
 // The model widths a checkpoint was trained with (from its recorded pipeline; defaults when the
 // file has none, e.g. weights exported from PyTorch).
 ModelConfig config_from_checkpoint(const std::string& path);
+// Throws sl::Error naming the file unless it holds every parameter of `cfg` with its shape:
+// checked before a model of those widths is allocated.
+void check_checkpoint_widths(const std::string& path, const ModelConfig& cfg);
 ModelConfig model_config_from(const Params& model_params);
 // The evaluation pipeline of a run: the source pointed at `root` (unshuffled, one epoch), the
 // last batch kept, "true_line" batched, and the sink `sink_id` replaced by eval_step(model_key).

@@ -7,12 +7,18 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
+#include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <unistd.h>
 
 #include "graph/atomic_file.h"
+#include "graph/spec.h"
+#include "kernels/safetensors.h"
+#include "stages/train/train_step.h"
 #include "stages/io/kitti.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"
@@ -252,15 +258,341 @@ TEST(Cli, SigintDuringTrainingCheckpointsAndExits130) {
   // No temporary file left behind.
   for (const auto& e : fs::directory_iterator(runs)) EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos);
 
-  // Resume continues from that checkpoint: 1 more epoch than where it stopped.
-  std::string args = "run " + q(pipeline);
-  for (auto s : sets) {
-    if (s.rfind("epochs=", 0) == 0) s = "epochs=2";
-    args += " --set " + q(s);
+  // Resume trains the rest of the interrupted epoch and one more, from exactly where it stopped:
+  // it ends on the same step with the same weights as an uninterrupted run of that many epochs.
+  // (One more: a stop after an epoch's last batch but before its end marker leaves nothing of
+  // that epoch to train.)
+  const StFile at_stop = read_safetensors(ckpt);
+  const int64_t stop_step = std::stoll(at_stop.metadata.at("step"));
+  const int64_t stop_epoch = std::stoll(at_stop.metadata.at("position.epoch"));
+  ASSERT_GT(stop_step, 0);
+  const std::string epochs = "epochs=" + std::to_string(stop_epoch + 2);
+  auto args_with = [&](const std::string& run_dir) {
+    std::string a = "run " + q(pipeline);
+    for (auto s : sets) {
+      if (s.rfind("epochs=", 0) == 0) s = epochs;
+      if (s.rfind("train.checkpoint.dir=", 0) == 0) s = "train.checkpoint.dir=" + run_dir;
+      a += " --set " + q(s);
+    }
+    return a;
+  };
+  auto r = run_cli(dir, args_with(runs) + " --set train.resume=auto");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("resumed from " + ckpt + " at step " + std::to_string(stop_step)), std::string::npos) << r.err;
+  const std::string resumed_ckpt = latest_checkpoint(runs);
+  const StFile resumed = read_safetensors(resumed_ckpt);
+  const int64_t end_step = std::stoll(resumed.metadata.at("step"));
+  EXPECT_EQ(resumed.metadata.at("position.epoch"), std::to_string(stop_epoch + 2));
+  EXPECT_EQ(resumed.metadata.at("position.index"), "0");
+  // The steps after the stop are logged once each, in order.
+  std::vector<int64_t> logged;
+  {
+    std::istringstream in(read_file(metrics));
+    for (std::string line; std::getline(in, line);) {
+      rapidjson::Document d;
+      d.Parse(line.c_str());
+      if (!d.HasParseError() && d.IsObject() && d.HasMember("type") && std::string(d["type"].GetString()) == "train")
+        logged.push_back(d["step"].GetInt64());
+    }
   }
-  auto r = run_cli(dir, args + " --set train.resume=auto");
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("resumed from " + ckpt), std::string::npos) << r.err;
+  ASSERT_FALSE(logged.empty());
+  EXPECT_EQ(logged.back(), end_step);
+  const auto first_after = std::find(logged.begin(), logged.end(), stop_step + 1);
+  ASSERT_NE(first_after, logged.end()) << "no step after the stop was logged; stopped at step " << stop_step
+                                       << ", ended at " << end_step << "\n" << read_file(metrics) << r.err;
+  for (auto it = first_after; it != logged.end(); ++it) EXPECT_EQ(*it, stop_step + 1 + (it - first_after));
+
+  const std::string straight_dir = dir.path("straight");
+  auto s = run_cli(dir, args_with(straight_dir));
+  ASSERT_EQ(s.code, 0) << s.err;
+  const StFile straight = read_safetensors(latest_checkpoint(straight_dir));
+  EXPECT_EQ(straight.metadata.at("step"), std::to_string(end_step)) << "the resumed run trained a different number of steps";
+  EXPECT_GT(end_step, stop_step);
+  ASSERT_EQ(straight.tensors.size(), resumed.tensors.size());
+  for (const auto& [name, t] : straight.tensors) {
+    ASSERT_EQ(resumed.tensors.count(name), 1u) << name;
+    EXPECT_TRUE(t.bytes == resumed.tensors.at(name).bytes) << name << " differs from the uninterrupted run";
+  }
+
+  // Resuming the finished run again trains nothing, says so, and leaves the checkpoint's step.
+  auto again = run_cli(dir, args_with(runs) + " --set train.resume=auto");
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_NE((again.out + again.err).find("resume: nothing left to train: " + resumed_ckpt + " (step " +
+                                         std::to_string(end_step) + ") already completed this run's " +
+                                         std::to_string(stop_epoch + 2) + " epoch(s)"),
+            std::string::npos)
+      << again.out << again.err;
+  EXPECT_EQ(r.out.find("nothing left to train"), std::string::npos) << r.out;
+  EXPECT_EQ(read_safetensors(latest_checkpoint(runs)).metadata.at("step"), std::to_string(end_step));
+}
+
+}  // namespace
+}  // namespace sl
+
+namespace sl {
+namespace {
+
+const std::string kTrainPipeline = std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json";
+
+TEST(Cli, ValidatePrintIsTheResolvedPipelineAndDotIsItsGraph) {
+  test::TempDir dir;
+  const std::string dot = dir.path("g.dot");
+  auto r = run_cli(dir, "validate " + q(kTrainPipeline) + " --print --dot " + q(dot));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find(": ok (11 stages: scan -> read -> lines -> split -> perturb -> crop -> resample -> center -> "
+                       "batch -> h2d -> train)"),
+            std::string::npos)
+      << r.err;
+  // --print: every default written out, and it is itself a pipeline that validates the same.
+  rapidjson::Document d;
+  d.Parse(r.out.c_str());
+  ASSERT_FALSE(d.HasParseError()) << r.out;
+  const auto& crop = d["stages"][5];
+  EXPECT_EQ(std::string(crop["id"].GetString()), "crop");
+  EXPECT_EQ(crop["params"]["min_points"].GetInt(), 32);  // not in the file: a default
+  EXPECT_TRUE(crop["params"].HasMember("z_min"));
+  EXPECT_EQ(crop["params"]["radius"].GetDouble(), 2.0);  // from the file
+  EXPECT_EQ(parse_pipeline(r.out, "printed.json").stages.size(), 11u);
+  // --dot: a node per stage, an edge per connection with its message kind.
+  const std::string g = read_file(dot);
+  EXPECT_EQ(g.rfind("digraph \"line_refine_train\" {", 0), 0u) << g;
+  for (const char* id : {"scan", "read", "lines", "split", "perturb", "crop", "resample", "center", "batch", "h2d", "train"})
+    EXPECT_NE(g.find(std::string("\"") + id + "\" [label=\"" + id + "\\n"), std::string::npos) << id;
+  EXPECT_NE(g.find("\"scan\" -> \"read\" [label=\"SceneRef\"]"), std::string::npos) << g;
+  EXPECT_NE(g.find("\"h2d\" -> \"train\" [label=\"DeviceBatch\"]"), std::string::npos) << g;
+}
+
+TEST(Cli, RunOnABadPipelineExits2WithTheJsonPointerAndRunsNothing) {
+  test::TempDir dir;
+  const std::string runs = dir.path("runs");
+  auto r = run_cli(dir, "run " + q(kTrainPipeline) + " --set crop.radius=-1 --set train.checkpoint.dir=" + q(runs));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(kTrainPipeline + ": /stages/5/params/radius"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(runs));
+}
+
+// doctor: versions, and what device "auto" picks with the reason; without a GPU, a pipeline that
+// asks for "cuda" is a usage error with the same reason.
+TEST(Cli, DoctorNamesVersionsAndTheDeviceAutoReasonAndCudaWithoutAGpuIsRefused) {
+  test::TempDir dir;
+  auto d = run_cli(dir, "doctor");
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(d.out.rfind(std::string("streamline ") + SL_VERSION + "\n", 0), 0u) << d.out;
+  for (const char* line : {"CPU cores (hardware threads): ", "oneTBB: ", "RapidJSON: ", "OpenBLAS: ", "CUDA devices: "})
+    EXPECT_NE(d.out.find(std::string("\n  ") + line), std::string::npos) << line << "\n" << d.out;
+  const std::string pick = "device \"auto\" resolves to: ";
+  const size_t at = d.out.find(pick);
+  ASSERT_NE(at, std::string::npos) << d.out;
+  if (d.out.compare(at + pick.size(), 4, "cuda") == 0) GTEST_SKIP() << "a GPU answers here: the CPU fallback is not testable";
+  const std::string cpu = "cpu (device auto: running on the CPU because ";
+  EXPECT_EQ(d.out.compare(at + pick.size(), cpu.size(), cpu), 0) << d.out;
+  const size_t because = d.out.find("because ", at) + 8;
+  const std::string reason = d.out.substr(because, d.out.find(')', because) - because);
+  ASSERT_FALSE(reason.empty());
+  auto r = run_cli(dir, "run " + q(kTrainPipeline) + " --set device=cuda");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(kTrainPipeline + ": /device: device \"cuda\" requested, but " + reason), std::string::npos)
+      << r.err << "\nreason: " << reason;
+}
+
+// infer from the command line: a run folder stands for its latest checkpoint, the lines file
+// defaults to <stem>.json beside the cloud, every line comes back with its id and category, a
+// KITTI .bin of the same points gives the same lines; a folder without a checkpoint is an error.
+TEST(Cli, InferFromARunFolderRefinesEveryLineOfTheDefaultLinesFileAlsoFromAKittiCopy) {
+  test::TempDir dir;
+  const std::string root = dir.path("ds"), runs = dir.path("run");
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(root) + " --train 2 --val 1").code, 0);
+  std::string args = "run " + q(kTrainPipeline);
+  for (const std::string& s : std::vector<std::string>{"scan.root=" + root + "/train", "train.eval.root=null", "train.checkpoint.dir=" + runs,
+                              "epochs=1", "train.model.encoder=[16,32]", "train.model.line_mlp=[16]",
+                              "train.model.regressor=[16]", "resample.points=128", "batch.size=8"})
+    args += " --set " + q(s);
+  auto t = run_cli(dir, args);
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.err.find("device auto: running on the CPU because"), std::string::npos) << t.err;
+  const std::string latest = latest_checkpoint(runs);
+  ASSERT_FALSE(latest.empty());
+
+  const std::string cloud = root + "/val/scene_0000.pcd", out = dir.path("refined.json");
+  auto r = run_cli(dir, "infer --checkpoint " + q(runs) + " --cloud " + q(cloud) + " --out " + q(out));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("of " + root + "/val/scene_0000.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("with " + latest + " -> " + out), std::string::npos) << r.err;
+  const LinesFile given = read_lines_json(root + "/val/scene_0000.json"), refined = read_lines_json(out);
+  ASSERT_EQ(refined.lines.size(), given.lines.size());
+  ASSERT_GT(given.lines.size(), 0u);
+  for (size_t i = 0; i < given.lines.size(); ++i) {
+    EXPECT_EQ(refined.lines[i].id, given.lines[i].id);
+    EXPECT_EQ(refined.lines[i].category, given.lines[i].category);
+    EXPECT_GE(refined.lines[i].points.size(), 2u);
+  }
+
+  // The same scene as a KITTI .bin (same points, its lines beside it) refines to the same lines.
+  const std::string kitti_dir = dir.path("kitti");
+  fs::create_directories(kitti_dir);
+  write_kitti_bin(kitti_dir + "/scene_0000.bin", read_pcd(cloud, PcdReadOptions{}));
+  fs::copy_file(root + "/val/scene_0000.json", kitti_dir + "/scene_0000.json");
+  const std::string out_bin = dir.path("refined_bin.json");
+  auto k = run_cli(dir, "infer --checkpoint " + q(runs) + " --cloud " + q(kitti_dir + "/scene_0000.bin") + " --out " +
+                            q(out_bin));
+  ASSERT_EQ(k.code, 0) << k.err;
+  EXPECT_EQ(read_file(out_bin), read_file(out));
+
+  const std::string empty = dir.path("empty");
+  fs::create_directories(empty);
+  auto e = run_cli(dir, "infer --checkpoint " + q(empty) + " --cloud " + q(cloud) + " --out " + q(dir.path("x.json")));
+  EXPECT_EQ(e.code, 1);
+  EXPECT_NE(e.err.find(empty + ": no step_*.safetensors checkpoint in this folder"), std::string::npos) << e.err;
+  EXPECT_FALSE(fs::exists(dir.path("x.json")));
+}
+
+// --threads caps every stage's threads (the table shows what each could use) and --trace writes
+// a Chrome trace holding a span per stage execution and one per trainer step.
+TEST(Cli, RunWithThreadsAndTraceCapsStageThreadsAndTracesTheTrainerSteps) {
+  test::TempDir dir;
+  const std::string root = dir.path("ds"), runs = dir.path("run"), trace = dir.path("trace.json");
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(root) + " --train 2 --val 1").code, 0);
+  std::string args = "run " + q(kTrainPipeline) + " --threads 1 --trace " + q(trace);
+  for (const std::string& s : std::vector<std::string>{
+           "scan.root=" + root + "/train", "train.eval.root=null", "train.checkpoint.dir=" + runs, "epochs=1",
+           "train.model.encoder=[16,32]", "train.model.line_mlp=[16]", "train.model.regressor=[16]",
+           "resample.points=128", "batch.size=8"})
+    args += " --set " + q(s);
+  auto r = run_cli(dir, args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("trace written to " + trace), std::string::npos) << r.err;
+  // "read" and "crop" ask for "auto" threads: with --threads 1 the table says 1.
+  for (const std::string id : {"read", "crop"}) {
+    const size_t row = r.err.find("\n  " + id + " ");
+    ASSERT_NE(row, std::string::npos) << r.err;
+    std::istringstream cols(r.err.substr(row + 1, r.err.find('\n', row + 1) - row - 1));
+    std::string name, type;
+    int threads = 0;
+    cols >> name >> type >> threads;
+    EXPECT_EQ(threads, 1) << id;
+  }
+  const int64_t steps = std::stoll(read_safetensors(latest_checkpoint(runs)).metadata.at("step"));
+  ASSERT_GT(steps, 0);
+  rapidjson::Document d;
+  const std::string text = read_file(trace);
+  d.Parse(text.c_str());
+  ASSERT_FALSE(d.HasParseError());
+  std::map<std::string, int64_t> spans;
+  for (const auto& e : d["traceEvents"].GetArray())
+    if (std::string(e["ph"].GetString()) == "X") spans[e["name"].GetString()]++;
+  EXPECT_EQ(spans["train.step"], steps);
+  for (const char* id : {"scan", "read", "lines", "split", "perturb", "crop", "resample", "center", "batch"})
+    EXPECT_GT(spans[id], 0) << id;
+}
+
+// SIGTERM (what `kill`, systemd and job schedulers send) stops a run like Ctrl-C: the in-flight
+// work drains, the trainer checkpoints, the process exits 130 with no temporary file left.
+TEST(Cli, SigtermDuringTrainingCheckpointsAndExits130LikeCtrlC) {
+  test::TempDir dir;
+  const std::string root = dir.path("ds"), runs = dir.path("run");
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(root) + " --train 2 --val 1").code, 0);
+  std::vector<std::string> args = {SL_CLI_PATH, "run", kTrainPipeline};
+  for (const std::string& s : std::vector<std::string>{
+           "scan.root=" + root + "/train", "train.eval.root=null", "train.checkpoint.dir=" + runs,
+           "train.checkpoint.every_steps=0", "train.log.every_steps=1", "train.log.progress=lines", "epochs=100000",
+           "train.model.encoder=[16,32]", "train.model.line_mlp=[16]", "train.model.regressor=[16]",
+           "resample.points=128", "batch.size=8"})
+    args.insert(args.end(), {"--set", s});
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::freopen(dir.path("train.out").c_str(), "w", stdout);
+    std::freopen(dir.path("train.err").c_str(), "w", stderr);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(SL_CLI_PATH, argv.data());
+    _exit(127);
+  }
+  const std::string metrics = runs + "/metrics.jsonl";
+  bool training = false;
+  for (int i = 0; i < 1200 && !training; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    training = fs::exists(metrics) && read_file(metrics).find("\"type\":\"train\"") != std::string::npos;
+  }
+  kill(pid, SIGTERM);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ASSERT_TRUE(training) << read_file(dir.path("train.err"));
+  ASSERT_TRUE(WIFEXITED(st)) << "ended by signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+  EXPECT_EQ(WEXITSTATUS(st), 130) << read_file(dir.path("train.err"));
+  EXPECT_NE(read_file(dir.path("train.err")).find("interrupted: stopped the source, drained the stages"),
+            std::string::npos);
+  const std::string ckpt = latest_checkpoint(runs);
+  ASSERT_FALSE(ckpt.empty()) << "no checkpoint after SIGTERM";
+  EXPECT_GT(std::stoll(read_safetensors(ckpt).metadata.at("step")), 0);
+  for (const auto& e : fs::directory_iterator(runs)) EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos);
+}
+
+// checkpoint.keep keeps the newest K step files; train.resume=<a file> continues from that one
+// (not the latest) and reaches the same weights; train.init=<a file> starts from its weights
+// (with lr 1e-30 they come out unchanged, where a fresh start does not).
+TEST(Cli, CheckpointKeepResumeFromAGivenFileAndInitFromWeights) {
+  test::TempDir dir;
+  const std::string root = dir.path("ds");
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(root) + " --train 2 --val 1").code, 0);
+  auto run = [&](const std::string& run_dir, std::vector<std::string> extra) {
+    std::string args = "run " + q(kTrainPipeline);
+    std::vector<std::string> sets = {"scan.root=" + root + "/train", "train.eval.root=null", "train.checkpoint.dir=" + run_dir,
+                                     "epochs=2", "train.model.encoder=[16,32]", "train.model.line_mlp=[16]",
+                                     "train.model.regressor=[16]", "resample.points=128", "batch.size=8"};
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    for (const auto& s : sets) args += " --set " + q(s);
+    return run_cli(dir, args);
+  };
+  auto steps_in = [](const std::string& d) {
+    std::vector<int64_t> steps;
+    for (const auto& e : fs::directory_iterator(d))
+      if (e.path().extension() == ".safetensors") steps.push_back(std::stoll(e.path().stem().string().substr(5)));
+    std::sort(steps.begin(), steps.end());
+    return steps;
+  };
+  const std::string r1 = dir.path("r1");
+  auto a = run(r1, {"train.checkpoint.every_steps=5", "train.checkpoint.keep=2"});
+  ASSERT_EQ(a.code, 0) << a.err;
+  const std::string last = latest_checkpoint(r1);
+  const int64_t n = std::stoll(read_safetensors(last).metadata.at("step"));
+  ASSERT_GT(n, 10);
+  const int64_t prev = n % 5 == 0 ? n - 5 : n / 5 * 5;  // the newest every-5 save before the final one
+  EXPECT_EQ(steps_in(r1), (std::vector<int64_t>{prev, n}));
+
+  // resume=<file>: the older checkpoint, not the latest; it trains the rest to the same weights.
+  char name[64];
+  std::snprintf(name, sizeof name, "/step_%08lld.safetensors", (long long)prev);
+  const std::string r2 = dir.path("r2");
+  fs::create_directories(r2);
+  fs::copy_file(r1 + name, r2 + name);
+  fs::copy_file(last, r2 + "/step_99999999.safetensors");  // a newer file that resume=<file> must ignore
+  auto b = run(r2, {"train.resume=" + r2 + name});
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_NE(b.err.find("resumed from " + r2 + name + " at step " + std::to_string(prev)), std::string::npos) << b.err;
+  std::snprintf(name, sizeof name, "/step_%08lld.safetensors", (long long)n);
+  const StFile resumed = read_safetensors(r2 + name), straight = read_safetensors(last);
+  for (const auto& [k, t] : straight.tensors) EXPECT_TRUE(t.bytes == resumed.tensors.at(k).bytes) << k;
+
+  // init=<file>: weights from the file, Adam fresh; lr 1e-30 leaves them as they were.
+  auto c = run(dir.path("r3"), {"train.init=" + last, "train.optimizer.lr=1e-30", "epochs=1"});
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.err.find("initialised weights from " + last), std::string::npos) << c.err;
+  auto d = run(dir.path("r4"), {"train.optimizer.lr=1e-30", "epochs=1"});
+  ASSERT_EQ(d.code, 0) << d.err;
+  const StFile inited = read_safetensors(latest_checkpoint(dir.path("r3"))),
+               fresh = read_safetensors(latest_checkpoint(dir.path("r4")));
+  int same_as_init = 0, same_as_fresh = 0, weights = 0;
+  for (const auto& [k, t] : straight.tensors) {
+    if (k.rfind("adam.", 0) == 0) continue;
+    ++weights;
+    same_as_init += t.bytes == inited.tensors.at(k).bytes;
+    same_as_fresh += t.bytes == fresh.tensors.at(k).bytes;
+  }
+  EXPECT_EQ(same_as_init, weights);
+  EXPECT_EQ(same_as_fresh, 0);
+  EXPECT_EQ(inited.metadata.at("adam.step"), fresh.metadata.at("adam.step"));  // Adam started fresh
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <set>
 
 #include <rapidjson/document.h>
@@ -141,9 +144,36 @@ TEST(Engine, ReportNamesEveryStageAndABottleneck) {
   EXPECT_EQ(r.stages[1].items_in, 20);
   EXPECT_EQ(r.stages[1].items_out, 40);
   EXPECT_EQ(r.stages[3].items_in, 40);
-  EXPECT_FALSE(r.bottleneck.empty());
+  // The sentence is the diagnosis of this run's own figures, and the report prints it.
+  EXPECT_EQ(r.bottleneck, diagnose(r.stages, r.wall_s, 2));
+  ASSERT_FALSE(r.bottleneck.empty());
   std::string rep = format_report(r);
   for (auto id : {"src", "expand", "jitter", "sink"}) EXPECT_NE(rep.find(id), std::string::npos);
+  EXPECT_NE(rep.find("Bottleneck: " + r.bottleneck), std::string::npos) << rep;
+}
+
+// Real runs that land in two of the diagnosis branches: sleeping counts as busy time, so these
+// hold on a loaded machine too.
+TEST(Engine, BottleneckOfARunWithASlowSinkIsTheSink) {
+  auto r = run_text(chain(30, 2, "2", 4, "", R"({"id":"sink","type":"test_sink","params":{"sleep_us":3000}})"), 2);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_GE(r.stages.back().utilization, 0.8);
+  EXPECT_EQ(r.bottleneck.rfind("'sink' (the sink) is busy", 0), 0u) << r.bottleneck;
+}
+
+TEST(Engine, BottleneckOfARunWithASlowSingleThreadStageNamesItAndSuggestsThreads) {
+  // jitter on 1 thread sleeps up to 6 ms per item (3 ms on average) while the sink does nothing.
+  const std::string text =
+      R"({"name":"t","seed":7,"in_flight":8,"stages":[{"id":"src","type":"test_source","params":{"n":40}},)"
+      R"({"id":"expand","type":"test_expand","threads":2,"params":{"k":1}},)"
+      R"({"id":"jitter","type":"test_jitter","threads":1,"params":{"max_us":6000}},{"id":"sink","type":"test_sink"}]})";
+  auto r = run_text(text, 2);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_GE(r.stages[2].utilization, 0.7);
+  EXPECT_NE(r.bottleneck.find("'jitter' is busy"), std::string::npos) << r.bottleneck;
+  EXPECT_NE(r.bottleneck.find("with 1 thread: give 'jitter' more threads (\"threads\": 2 or \"auto\")"),
+            std::string::npos)
+      << r.bottleneck;
 }
 
 TEST(Engine, DiagnoseNamesTheSaturatedStageAndSuggestsThreads) {
@@ -156,6 +186,84 @@ TEST(Engine, DiagnoseNamesTheSaturatedStageAndSuggestsThreads) {
   EXPECT_NE(d.find("'train' waited 71%"), std::string::npos) << d;
   EXPECT_NE(d.find("'crop' is busy 98% with 2 threads"), std::string::npos) << d;
   EXPECT_NE(d.find("give 'crop' more threads"), std::string::npos) << d;
+}
+
+namespace {
+
+// Random stage figures: a source, 1-4 middle stages, a sink; utilizations in [0, 1).
+std::vector<StageReport> random_stages(std::mt19937& rng, double wall) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<StageReport> st(2 + rng() % 5);
+  for (size_t i = 0; i < st.size(); ++i) {
+    st[i].id = "s" + std::to_string(i);
+    st[i].threads = 1 + int(rng() % 8);
+    st[i].utilization = u(rng);
+    st[i].busy_s = st[i].utilization * wall * st[i].threads;
+  }
+  st.front().wait_output_s = u(rng) * wall;
+  return st;
+}
+
+std::string pct(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * share);
+  return buf;
+}
+
+}  // namespace
+
+// Each branch of diagnose() over random figures, against the rules it documents: the sink busy
+// >= 80% (or no middle stage) -> sink-bound; else the busiest middle stage >= 70% -> the sink
+// starved by it, with "more threads" advice below all threads and "already uses all" at them;
+// else no stage saturated, with the source's held-back share.
+TEST(Engine, DiagnoseBranchesOverRandomStageFiguresSinkStarvedAllThreadsUnsaturated) {
+  std::mt19937 rng(2024);
+  int seen[4] = {0, 0, 0, 0};
+  for (int round = 0; round < 2000; ++round) {
+    const double wall = 0.5 + 10.0 * (rng() % 1000) / 1000.0;
+    const int total = 1 + int(rng() % 8);
+    auto st = random_stages(rng, wall);
+    if (round % 3 == 0) st.back().utilization = 0.1 * (rng() % 8), st.back().busy_s = st.back().utilization * wall;
+    const std::string d = diagnose(st, wall, total);
+    const StageReport& sink = st.back();
+    const StageReport* busiest = nullptr;
+    for (size_t i = 1; i + 1 < st.size(); ++i)
+      if (!busiest || st[i].utilization > busiest->utilization) busiest = &st[i];
+    if (sink.utilization >= 0.8 || !busiest) {
+      ++seen[0];
+      EXPECT_EQ(d, "'" + sink.id + "' (the sink) is busy " + pct(sink.utilization) +
+                       " of the run: the data path keeps up, the sink's own work is the limit.");
+    } else if (busiest->utilization >= 0.7) {
+      const std::string head = "'" + sink.id + "' waited " + pct(1.0 - std::min(1.0, sink.busy_s / wall)) +
+                               " of the run for data; '" + busiest->id + "' is busy " + pct(busiest->utilization) +
+                               " with " + std::to_string(busiest->threads) + (busiest->threads == 1 ? " thread" : " threads");
+      EXPECT_EQ(d.rfind(head, 0), 0u) << d << "\nexpected to start with: " << head;
+      if (busiest->threads < total) {
+        ++seen[1];
+        EXPECT_NE(d.find("give '" + busiest->id + "' more threads (\"threads\": " +
+                         std::to_string(std::min(total, 2 * busiest->threads)) + " or \"auto\")"),
+                  std::string::npos)
+            << d;
+      } else {
+        ++seen[2];
+        EXPECT_NE(d.find("'" + busiest->id + "' already uses all " + std::to_string(total) + " worker threads"),
+                  std::string::npos)
+            << d;
+      }
+    } else {
+      ++seen[3];
+      EXPECT_EQ(d.rfind("no stage is saturated (busiest: '" + busiest->id + "' at " + pct(busiest->utilization) +
+                            ", sink '" + sink.id + "' at " + pct(sink.utilization) + "); the source was held back " +
+                            pct(std::min(1.0, st.front().wait_output_s / wall)) + " of the run",
+                        0),
+                0u)
+          << d;
+    }
+  }
+  for (int b = 0; b < 4; ++b) EXPECT_GE(seen[b], 50) << "branch " << b << " hardly swept";
+  // No figures to judge: no sentence.
+  EXPECT_EQ(diagnose({StageReport{}}, 1.0, 2), "");
+  EXPECT_EQ(diagnose(random_stages(rng, 1.0), 0.0, 2), "");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "graph/atomic_file.h"
 #include "graph/error.h"
 #include "graph/registry.h"
 #include "graph/spec.h"
@@ -154,6 +155,39 @@ TEST(Spec, SetOverridesParamsStageKeysAndTopLevelKeys) {
   EXPECT_HAS(error_of(kGood, {"srx.n=9"}), "--set srx.n=9: no stage with id 'srx' (did you mean 'src'?)");
   EXPECT_HAS(error_of(kGood, {"src.n=many"}), "/stages/0/params/n: expected an integer, got string \"many\"");
   EXPECT_HAS(error_of(kGood, {"src.n"}), "expected id.param=value");
+}
+
+// --set into nested params of the shipped training pipeline: deep values land where they say,
+// and every kind of mistake names the override or the JSON pointer and the reason.
+TEST(Spec, NestedSetOverridesReachDeepParamsAndNameWhatIsWrong) {
+  const std::string path = std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json";
+  const std::string text = read_file(path);
+  PipelineSpec s = parse_pipeline(text, path, {"train.optimizer.lr=0.0125", "train.checkpoint.keep=7",
+                                               "train.model.encoder=[16,32]", "train.eval.root=null"});
+  const Params train = s.params(s.stage("train").index);
+  EXPECT_EQ(train.get_object("optimizer").get_float("lr"), 0.0125);
+  EXPECT_EQ(train.get_object("optimizer").get_float("beta1"), 0.9);  // siblings keep their values
+  EXPECT_EQ(train.get_object("checkpoint").get_int("keep"), 7);
+  EXPECT_EQ(train.get_object("model").get_ints("encoder"), (std::vector<long long>{16, 32}));
+  EXPECT_TRUE(train.get_object("eval").is_null("root"));
+  auto err = [&](const std::string& set) {
+    try {
+      parse_pipeline(text, path, {set});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_HAS(err("train.optimizer.lr.x=1"), path + ": --set train.optimizer.lr.x=1: cannot set a key inside a non-object");
+  EXPECT_HAS(err("train.optimizr.lr=1"),
+             path + ": /stages/10/params/optimizr: unknown param of train_step 'optimizr' (did you mean 'optimizer'?)");
+  EXPECT_HAS(err("train.optimizer=5"), path + ": /stages/10/params/optimizer: expected an object, got a number");
+  EXPECT_HAS(err("train.optimizer.lr=fast"),
+             path + ": /stages/10/params/optimizer/lr: expected a number, got string \"fast\"");
+  EXPECT_HAS(err("train.optimizer.nope.deeper=1"), path + ": /stages/10/params/optimizer/nope: unknown");
+  EXPECT_HAS(err("epochs.x=1"), path + ": --set epochs.x=1: no stage with id 'epochs'");
+  EXPECT_HAS(err("nosuch=1"), path + ": /nosuch: unknown key 'nosuch'");
+  EXPECT_HAS(err("=1"), "expected id.param=value or key=value");
 }
 
 TEST(Spec, ShippedPipelinesValidate) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <random>
 
 #include "graph/atomic_file.h"
@@ -148,4 +151,87 @@ TEST(LinesJsonBad, ParseErrorGivesLineAndColumn) {
   expect_error(tmp.write("p.json", "{\"frame\": \"f\",\n  \"lines\": [}\n"), "JSON parse error at line 2:13:");
   expect_error(tmp.write("e.json", ""), "JSON parse error at line 1:1: The document is empty.");
   expect_error(tmp.path("missing.json"), "no such file");
+}
+
+// ---- numbers (fuzz finding: RapidJSON 1.1.0's full-precision parse returned garbage) ---------
+
+namespace {
+
+// The plain reference: glibc's strtod is correctly rounded; the reader must give the float of
+// that double for every number the JSON grammar allows.
+float reference_float(const std::string& number) { return static_cast<float>(std::strtod(number.c_str(), nullptr)); }
+
+std::vector<std::array<float, 3>> read_points(const TempDir& tmp, const std::string& a, const std::string& b,
+                                              const std::string& c) {
+  const std::string text = R"({"frame": "f", "lines": [{"id": 1, "category": "c", "points": [[)" + a + ", " + b +
+                           ", " + c + "], [1, 2, 3]]}]}";
+  return sl::read_lines_json(tmp.write("n.json", text)).lines.at(0).points;
+}
+
+}  // namespace
+
+TEST(LinesJson, ZerosWithLargeExponentsAndTwentyDigitNumbersReadAsTheirValue) {
+  // Each of these came back as garbage (e.g. 0.000e100 -> 5e294, 1.84467440737095516159 ->
+  // -1e-199) before; tests/fuzz/lines_json/ holds the fuzzer's inputs.
+  TempDir tmp;
+  const std::vector<std::string> numbers = {"0e60",
+                                            "-0e60",
+                                            "0.000e100",
+                                            "0.0000000000000000000000000",
+                                            "1.84467440737095516159",
+                                            "18446744073709551615.9",
+                                            "0.0000000000000184467440737095516159",
+                                            "123456789012345678901234567890e-25",
+                                            "1e-400",
+                                            "3.40282346638528859811704183484516925e38",
+                                            "0.1000000000000000055511151231257827021181583404541015625"};
+  for (size_t i = 0; i < numbers.size(); i += 3) {  // three per point, wrapping around
+    const std::string a = numbers[i % numbers.size()], b = numbers[(i + 1) % numbers.size()],
+                      c = numbers[(i + 2) % numbers.size()];
+    auto pts = read_points(tmp, a, b, c);
+    EXPECT_EQ(pts[0][0], reference_float(a)) << a;
+    EXPECT_EQ(pts[0][1], reference_float(b)) << b;
+    EXPECT_EQ(pts[0][2], reference_float(c)) << c;
+  }
+  EXPECT_EQ(reference_float("1.84467440737095516159"), 1.8446744f);  // the reference itself is sane
+}
+
+TEST(LinesJson, RandomLongDecimalsWithRandomExponentsMatchStrtod) {
+  // Up to 28 significant digits, leading/trailing zeros, exponents -60..+28 (all within float
+  // range): the float must be the one strtod's correctly rounded double gives.
+  TempDir tmp;
+  std::mt19937 rng(11);
+  auto digits = [&](int n, bool nonzero_first) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += char('0' + (i == 0 && nonzero_first ? 1 + rng() % 9 : rng() % 10));
+    return s;
+  };
+  for (int round = 0; round < 300; ++round) {
+    std::string num[3];
+    for (auto& n : num) {
+      n = (rng() % 2 ? "-" : "");
+      n += rng() % 4 == 0 ? std::string("0") : digits(1 + int(rng() % 8), true);
+      if (rng() % 2) n += "." + std::string(rng() % 25, '0') + digits(1 + int(rng() % 20), false);
+      if (rng() % 2) n += "e" + std::to_string(int(rng() % 89) - 60);
+    }
+    auto pts = read_points(tmp, num[0], num[1], num[2]);
+    for (int k = 0; k < 3; ++k) {
+      const float want = reference_float(num[k]);
+      EXPECT_EQ(pts[0][k], want) << num[k];
+    }
+  }
+}
+
+TEST(LinesJsonBad, IdsBeyondInt64AndNumbersBeyondFloatOrDouble) {
+  TempDir tmp;
+  auto f = sl::read_lines_json(tmp.write(
+      "max.json", R"({"frame": "f", "lines": [{"id": 9223372036854775807, "category": "c", "points": [[0,0,0],[1,1,1]]}]})"));
+  EXPECT_EQ(f.lines.at(0).id, INT64_MAX);
+  expect_error(tmp.write("u64.json",
+                         R"({"frame": "f", "lines": [{"id": 18446744073709551615, "category": "c", "points": []}]})"),
+               "/lines/0/id: expected an integer, found a number");
+  expect_error(tmp.write("f.json", R"({"frame": "f", "lines": [{"id": 1, "category": "c", "points": [[1.8e308, 0, 0], [1, 2, 3]]}]})"),
+               "/lines/0/points/0/0: expected a finite number, found a number out of float range");
+  expect_error(tmp.write("d.json", R"({"frame": "f", "lines": [{"id": 1, "category": "c", "points": [[1e400, 0, 0], [1, 2, 3]]}]})"),
+               "JSON parse error at line 1:");
 }

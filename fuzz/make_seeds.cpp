@@ -1,0 +1,219 @@
+// Writes the seed corpora of the fuzz targets into <out>/<target>/: valid files of every
+// layout the readers support, made with our writers (the same ones the tests round-trip) and by
+// hand where a writer does not produce the layout (PCD v0.5, integer types, COUNT > 1, padding,
+// organized clouds with NaN, CRLF headers). Usage: fuzz_seeds <out>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <string>
+
+#include "fuzz/targets.h"
+#include "graph/atomic_file.h"
+#include "kernels/adam.h"
+
+namespace fs = std::filesystem;
+using namespace sl;
+
+namespace {
+
+std::string g_out;
+
+void save(const std::string& target, const std::string& name, const std::string& bytes) {
+  fs::create_directories(g_out + "/" + target);
+  std::ofstream(g_out + "/" + target + "/" + name, std::ios::binary) << bytes;
+  if (target == "pcd") save("inspect", name, bytes);  // inspect reads PCDs its own way
+}
+
+template <class T>
+void put(std::string& s, T v) {
+  s.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+PointCloud random_cloud(size_t n, std::vector<std::string> fields, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-50.f, 50.f);
+  PointCloud c;
+  c.fields = std::move(fields);
+  c.columns.resize(c.fields.size());
+  for (auto& col : c.columns) {
+    col.resize(n);
+    for (auto& v : col) v = u(rng);
+  }
+  return c;
+}
+
+std::string header(const std::string& fields, const std::string& sizes, const std::string& types,
+                   const std::string& counts, int w, int h, const std::string& data, const std::string& version = "0.7") {
+  std::string s = "# .PCD v" + version + "\nVERSION " + version + "\nFIELDS " + fields + "\nSIZE " + sizes +
+                  "\nTYPE " + types + "\n";
+  if (!counts.empty()) s += "COUNT " + counts + "\n";
+  s += "WIDTH " + std::to_string(w) + "\nHEIGHT " + std::to_string(h) + "\n";
+  if (version != ".5") s += "VIEWPOINT 0 0 0 1 0 0 0\n";
+  s += "POINTS " + std::to_string(w * h) + "\nDATA " + data + "\n";
+  return s;
+}
+
+std::string compressed_body(const std::string& raw) {
+  auto c = lzf_compress(reinterpret_cast<const uint8_t*>(raw.data()), raw.size());
+  std::string s;
+  put(s, uint32_t(c.size()));
+  put(s, uint32_t(raw.size()));
+  s.append(reinterpret_cast<const char*>(c.data()), c.size());
+  return s;
+}
+
+void pcd_seeds() {
+  const std::string tmp = fuzz::scratch_dir() + "/seed.pcd";
+  const PcdDataMode modes[] = {PcdDataMode::Ascii, PcdDataMode::Binary, PcdDataMode::BinaryCompressed};
+  for (auto m : modes) {
+    write_pcd(tmp, random_cloud(12, {"x", "y", "z", "intensity"}, 1), m);
+    save("pcd", std::string("writer_xyzi_") + pcd_data_mode_name(m), read_file(tmp));
+    PointCloud c = random_cloud(6, {"x", "y", "z", "intensity"}, 2);
+    c.columns[0][2] = std::nanf("");
+    c.columns[1][4] = INFINITY;
+    write_pcd(tmp, c, m);
+    save("pcd", std::string("writer_nan_") + pcd_data_mode_name(m), read_file(tmp));
+  }
+  // hand-made layouts: v0.5, CRLF + comments, integer/double types, COUNT > 1, padding, organized
+  save("pcd", "v05_ascii", header("x y z", "4 4 4", "F F F", "", 2, 1, "ascii", ".5") + "1 2 3\n4 5 6\n");
+  save("pcd", "crlf_ascii",
+       "# c\r\nVERSION .7\r\nFIELDS x y z intensity\r\nSIZE 4 4 4 4\r\nTYPE F F F F\r\nCOUNT 1 1 1 1\r\nWIDTH 2\r\n"
+       "HEIGHT 1\r\nVIEWPOINT 0 0 0 1 0 0 0\r\nPOINTS 2\r\nDATA ascii\r\n1.5 -2 +3e2 4\r\nNaN INF -inf 1\r\n");
+  {
+    std::string bin, asc;
+    for (int i = 0; i < 3; ++i) {
+      put(bin, uint8_t(250 + i));
+      put(bin, uint16_t(60000 + i));
+      put(bin, int32_t(-100000 - i));
+      put(bin, double(0.125 * (i + 1)));
+      put(bin, int8_t(-100 - i));
+      put(bin, uint32_t(4000000000u + i));
+      put(bin, int64_t(-5) - i);
+      asc += std::to_string(250 + i) + " " + std::to_string(60000 + i) + " " + std::to_string(-100000 - i) + " " +
+             std::to_string(0.125 * (i + 1)) + " " + std::to_string(-100 - i) + " " + std::to_string(4000000000u + i) +
+             " " + std::to_string(-5 - i) + "\n";
+    }
+    const std::string f = "x y z intensity e f g", sz = "1 2 4 8 1 4 8", ty = "U U I F I U I";
+    save("pcd", "types_binary", header(f, sz, ty, "", 3, 1, "binary") + bin);
+    save("pcd", "types_ascii", header(f, sz, ty, "", 3, 1, "ascii") + asc);
+  }
+  {
+    std::string bin, cn, cx, cy, cz, ci, asc;
+    for (int i = 0; i < 4; ++i) {
+      float n3[3] = {100.f + i, 200.f + i, 300.f + i}, x = 1.f + i, y = 2.f - i, z = 0.5f * i, in = 50.f + i;
+      for (float v : n3) put(bin, v), put(cn, v);
+      put(bin, x), put(bin, y), put(bin, z), put(bin, 7.f), put(bin, in);
+      put(cx, x), put(cy, y), put(cz, z), put(ci, in);
+      asc += std::to_string(n3[0]) + " " + std::to_string(n3[1]) + " " + std::to_string(n3[2]) + " " + std::to_string(x) +
+             " " + std::to_string(y) + " " + std::to_string(z) + " 7 " + std::to_string(in) + "\n";
+    }
+    const std::string f = "normal x y z _ intensity", sz = "4 4 4 4 4 4", ty = "F F F F U F", ct = "3 1 1 1 1 1";
+    save("pcd", "count_pad_binary", header(f, sz, ty, ct, 2, 2, "binary") + bin);
+    save("pcd", "count_pad_compressed", header(f, sz, ty, ct, 2, 2, "binary_compressed") +
+                                            compressed_body(cn + cx + cy + cz + ci));
+    save("pcd", "count_pad_ascii", header(f, sz, ty, ct, 4, 1, "ascii") + asc);
+  }
+}
+
+void kitti_seeds() {
+  const std::string tmp = fuzz::scratch_dir() + "/seed.bin";
+  write_kitti_bin(tmp, random_cloud(8, {"x", "y", "z", "intensity"}, 3));
+  save("kitti", "random8", read_file(tmp));
+  PointCloud c = random_cloud(3, {"x", "y", "z", "intensity"}, 4);
+  c.columns[2][1] = std::nanf("");
+  write_kitti_bin(tmp, c);
+  save("kitti", "nan3", read_file(tmp));
+}
+
+void lines_seeds() {
+  const std::string tmp = fuzz::scratch_dir() + "/seed.json";
+  LinesFile lf;
+  lf.frame = "scene_0001";
+  lf.lines.push_back({0, "lane_marking", {{1.5f, 2.f, 0.1f}, {10.f, 2.5f, 0.12f}, {20.f, 3.f, 0.2f}}});
+  lf.lines.push_back({1, "curb", {{0.f, -3.f, 0.15f}, {25.f, -3.5f, 0.1f}}});
+  lf.lines.push_back({2, "pole", {{5.f, 5.f, 0.f}, {5.f, 5.f, 4.f}}});
+  write_lines_json(tmp, lf);
+  save("lines_json", "three_lines", read_file(tmp));
+  save("lines_json", "extra_keys",
+       R"({"frame": "f", "meta": {"tool": "x", "v": [1, 2.5e3, null, true]}, "lines": [)"
+       R"({"id": -3, "category": "curb", "attrs": {"h": 0.1}, "points": [[0, 0, 0], [1e2, -1E-3, 7]]}]})");
+  save("lines_json", "empty_lines", R"({"frame": "f", "lines": []})");
+}
+
+void pipeline_seeds() {
+  for (const auto& e : fs::directory_iterator(std::string(SL_SOURCE_DIR) + "/pipelines")) {
+    const std::string text = read_file(e.path().string());
+    save("pipeline", e.path().filename().string(), text);
+    save("pipeline", e.path().stem().string() + "_sets.json",
+         text + "\x01" "crop.radius=1.5\x01" "epochs=3\x01" "train.optimizer.lr=0.001\x01" "read.threads=4\x01" "seed=\"x\"");
+  }
+  save("pipeline", "fuzz_train.json", fuzz::train_pipeline("resume", "a.safetensors", "run"));
+}
+
+void checkpoint_seeds() {
+  // The recorded pipeline is the shipped training pipeline with the fuzz model's widths and few
+  // points per sample, so that `infer` on it stays fast.
+  const std::string shipped = std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json";
+  PipelineSpec spec = parse_pipeline(read_file(shipped), shipped,
+                                     {std::string("train.model=") + fuzz::kFuzzModel, "resample.points=16",
+                                      "perturb.points=4", "split.max_length=4", "crop.min_points=2"});
+  const std::string resolved = spec.resolved_json(false);
+  ModelConfig cfg = model_config_from(spec.params(spec.stage("train").index).get_object("model"));
+  LineRefiner model(cfg, 7);
+  Adam adam(model.num_params(), AdamConfig{});
+  adam.step_count = 3;
+  for (size_t i = 0; i < adam.exp_avg.size(); ++i) adam.exp_avg[i] = 1e-3f * (float)(i % 17), adam.exp_avg_sq[i] = 1e-6f * (float)(i % 5);
+  const std::map<std::string, std::string> meta{{"step", "3"},           {"position.epoch", "0"},
+                                                {"position.index", "2"}, {"position.skip", "1"},
+                                                {"seed", "42"},          {"pipeline", resolved}};
+  const std::string tmp = fuzz::scratch_dir() + "/seed.safetensors";
+  save_checkpoint(tmp, model, &adam, meta);
+  save("checkpoint", "with_adam", read_file(tmp));
+  save_checkpoint(tmp, model, nullptr, {{"pipeline", resolved}});
+  save("checkpoint", "weights_only", read_file(tmp));
+}
+
+void samples_seeds() {
+  const std::string tmp = fuzz::scratch_dir() + "/seed_cache.safetensors";
+  SampleCacheWriter w({"context", "noisy_line", "target_offset"});
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  for (int i = 0; i < 3; ++i) {
+    Sample s;
+    s.scene_index = i;
+    s.line_index = 2 * i + 1;
+    auto fill = [&](const char* key, std::vector<int64_t> shape) {
+      Tensor t;
+      t.shape = shape;
+      t.data.resize((size_t)(shape[0] * shape[1]));
+      for (auto& v : t.data) v = u(rng);
+      s.tensors[key] = t;
+    };
+    fill("context", {8, 4});
+    fill("noisy_line", {4, 3});
+    fill("target_offset", {4, 3});
+    w.add(s);
+  }
+  w.write(tmp, {{"seed", "42"}, {"pipeline", "{}"}});
+  save("samples", "three_samples", read_file(tmp));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: fuzz_seeds <out dir>\n";
+    return 2;
+  }
+  g_out = argv[1];
+  pcd_seeds();
+  kitti_seeds();
+  lines_seeds();
+  pipeline_seeds();
+  checkpoint_seeds();
+  samples_seeds();
+  std::filesystem::remove_all(fuzz::scratch_dir());
+  return 0;
+}

@@ -1,0 +1,261 @@
+// The bodies of the fuzz targets: each feeds one input to the same function the pipeline calls
+// on a file of that format. Shared by the libFuzzer programs (fuzz/fuzz_*.cpp) and the
+// regression tests (tests/fuzz/), so a crashing input kept in tests/fuzz/<target>/ is replayed
+// through exactly the code that crashed.
+//
+// Contract checked here: a bad input ends in sl::Error (a clear "<file>: <reason>"); any other
+// exception escapes and libFuzzer reports it as a crash, as would a sanitizer finding. A good
+// input must decode into something self-consistent (checked with SL_FUZZ_CHECK).
+#pragma once
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/error.h"
+#include "graph/registry.h"
+#include "graph/spec.h"
+#include "graph/stage.h"
+#include "kernels/checkpoint.h"
+#include "kernels/model.h"
+#include "kernels/safetensors.h"
+#include "stages/io/inspect.h"
+#include "stages/io/kitti.h"
+#include "stages/io/lines_json.h"
+#include "stages/io/pcd.h"
+#include "stages/io/samples.h"
+#include "stages/train/infer.h"
+#include "stages/train/train_step.h"
+
+#define SL_FUZZ_CHECK(cond)                                                              \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      std::fprintf(stderr, "fuzz invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
+      std::abort();                                                                      \
+    }                                                                                    \
+  } while (0)
+
+namespace sl::fuzz {
+
+// A per-process scratch folder (tmpfs when there is one) for the readers that take a path,
+// removed at exit (a leaked string: it must outlive the static destructors the exit runs).
+inline const std::string& scratch_dir() {
+  static const std::string* dir = [] {
+    std::string base = std::filesystem::exists("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path().string();
+    auto* d = new std::string(base + "/sl_fuzz_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(*d);
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(scratch_dir(), ec);
+    });
+    return d;
+  }();
+  return *dir;
+}
+
+inline std::string write_input(const std::string& name, const uint8_t* data, size_t size) {
+  std::string path = scratch_dir() + "/" + name;
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(data), (std::streamsize)size);
+  f.close();
+  SL_FUZZ_CHECK(f.good());
+  return path;
+}
+
+inline void check_cloud(const PointCloud& c, size_t n_fields) {
+  SL_FUZZ_CHECK(c.fields.size() == n_fields && c.columns.size() == n_fields);
+  for (const auto& col : c.columns) SL_FUZZ_CHECK(col.size() == c.size());
+}
+
+// PCD: parse_pcd is what read_pcd runs on the mapped file. The input is an exact-size heap
+// buffer, so a read one byte past the end is an ASan report (past an mmap'd file's end it
+// would hit the page's zero padding and go unnoticed). Two option sets: the read_pcd stage's
+// defaults (missing intensity is an error, NaN points dropped), and a field with COUNT > 1
+// selected by index with a default for a missing field and NaN points kept.
+inline void pcd(const uint8_t* data, size_t size) {
+  const char* p = reinterpret_cast<const char*>(data);
+  try {
+    int64_t dropped = -1;
+    PcdReadOptions opt;
+    PointCloud c = parse_pcd(p, size, "fuzz.pcd", opt, &dropped);
+    check_cloud(c, 4);
+    SL_FUZZ_CHECK(dropped >= 0);
+    for (size_t i = 0; i < c.size(); ++i)
+      for (int a = 0; a < 3; ++a) SL_FUZZ_CHECK(std::isfinite(c.columns[a][i]));
+  } catch (const Error&) {
+  }
+  try {
+    PcdReadOptions opt;
+    opt.fields = {"x", "y", "z", "normal[2]"};
+    opt.missing_default = 0.f;
+    opt.drop_nan = false;
+    PointCloud c = parse_pcd(p, size, "fuzz.pcd", opt);
+    check_cloud(c, 4);
+  } catch (const Error&) {
+  }
+}
+
+// KITTI .bin: read_kitti_bin maps the file, so the input goes through a file.
+inline void kitti(const uint8_t* data, size_t size) {
+  const std::string path = write_input("scan.bin", data, size);
+  try {
+    int64_t dropped = -1;
+    PointCloud c = read_kitti_bin(path, true, &dropped);
+    check_cloud(c, 4);
+    SL_FUZZ_CHECK(size % 16 == 0 && c.size() + (size_t)dropped == size / 16);
+  } catch (const Error&) {
+  }
+}
+
+// Lines JSON as read_lines_json reads it (the stage's category filter and the default
+// max_points), and with no filter and a small max_points.
+inline void lines_json(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  for (int variant = 0; variant < 2; ++variant) {
+    try {
+      LinesFile lf = variant == 0 ? parse_lines_json(text, "fuzz.json", {"lane_marking", "curb"})
+                                  : parse_lines_json(text, "fuzz.json", {}, 16);
+      for (const auto& l : lf.lines) {
+        SL_FUZZ_CHECK(l.points.size() >= 2);
+        if (variant == 1) SL_FUZZ_CHECK(l.points.size() <= 16);
+        if (variant == 0) SL_FUZZ_CHECK(l.category == "lane_marking" || l.category == "curb");
+        for (const auto& q : l.points)
+          for (float v : q) SL_FUZZ_CHECK(std::isfinite(v));
+      }
+    } catch (const Error&) {
+    }
+  }
+}
+
+// Pipeline JSON: parse_pipeline (syntax, schemas, defaults), --set overrides and
+// validate_graph, as `streamline validate` / `run` do, plus the two printers. The input is the
+// pipeline text, then optionally '\x01' followed by overrides separated by '\x01'.
+inline void pipeline(const uint8_t* data, size_t size) {
+  const std::string all(reinterpret_cast<const char*>(data), size);
+  const size_t cut = all.find('\x01');
+  const std::string text = all.substr(0, cut);
+  std::vector<std::string> sets;
+  for (size_t pos = cut; pos != std::string::npos && pos < all.size();) {
+    const size_t next = all.find('\x01', pos + 1);
+    sets.push_back(all.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1));
+    pos = next;
+  }
+  try {
+    PipelineSpec spec = parse_pipeline(text, "fuzz.json", sets);
+    validate_graph(spec);
+    const std::string resolved = spec.resolved_json(false);
+    (void)to_dot(spec);
+    // The resolved JSON is what checkpoints record and eval re-reads: it must parse again.
+    PipelineSpec again = parse_pipeline(resolved, "resolved.json");
+    SL_FUZZ_CHECK(again.stages.size() == spec.stages.size());
+  } catch (const Error&) {
+  }
+}
+
+// A small model keeps the checkpoint target fast; the seeds are checkpoints of these widths.
+inline const char* kFuzzModel = R"({"encoder": [8, 16], "line_mlp": [8], "regressor": [16]})";
+
+inline std::string train_pipeline(const std::string& key, const std::string& ckpt, const std::string& dir) {
+  return std::string(R"({"name": "fuzz", "seed": 42, "device": "cpu", "stages": [)"
+                     R"({"id": "src", "type": "read_samples", "params": {"path": "unused.safetensors"}},)"
+                     R"({"id": "batch", "type": "batch", "params": {"size": 2}}, {"id": "h2d", "type": "to_device"},)"
+                     R"({"id": "train", "type": "train_step", "params": {"model": )") +
+         kFuzzModel + R"(, "checkpoint": {"dir": ")" + dir + R"("}, ")" + key + R"(": ")" + ckpt + R"("}}]})";
+}
+
+// Runs train_step's start() (where resume and init load their checkpoint) for real.
+inline void start_train_step(const std::string& key, const std::string& ckpt) {
+  const std::string dir = scratch_dir() + "/run";
+  PipelineSpec spec = parse_pipeline(train_pipeline(key, ckpt, dir), "fuzz_train.json");
+  const StageSpec& st = spec.stage("train");
+  std::unique_ptr<Stage> stage = st.schema->factory(spec.params(st.index));
+  RunContext ctx;
+  ctx.seed = 42;
+  ctx.quiet = true;
+  ctx.pipeline_json = spec.resolved_json(false);
+  stage->start(ctx);
+  SL_FUZZ_CHECK(ctx.start.epoch >= 0 && ctx.start.index >= 0 && ctx.start_skip_samples >= 0);
+}
+
+// A checkpoint as everything that reads one sees it: `infer` (the recorded pipeline, then the
+// weights), eval_step (the same through config_from_checkpoint), train_step.init (weights only)
+// and train_step.resume (weights, Adam state and the data position in the metadata).
+inline void checkpoint(const uint8_t* data, size_t size) {
+  const std::string path = write_input("step_00000001.safetensors", data, size);
+  try {
+    PointCloud cloud;
+    cloud.fields = {"x", "y", "z", "intensity"};
+    cloud.columns.assign(4, std::vector<float>(64));
+    for (int i = 0; i < 64; ++i) {
+      cloud.columns[0][i] = 0.1f * (float)i;
+      cloud.columns[1][i] = 0.3f * (float)(i % 7) - 1.f;
+      cloud.columns[2][i] = 0.01f * (float)(i % 5);
+      cloud.columns[3][i] = (float)(i % 3);
+    }
+    LinesFile lines;
+    lines.frame = "fuzz";
+    lines.lines.push_back({7, "lane_marking", {{0.f, 0.f, 0.f}, {6.f, 0.f, 0.f}}});
+    InferReport report;
+    LinesFile out = refine_lines(path, cloud, lines, "", &report);
+    SL_FUZZ_CHECK(out.lines.size() == 1 && out.lines[0].id == 7);
+  } catch (const Error&) {
+  }
+  try {  // eval_step: the widths from the recorded pipeline, then the weights
+    LineRefiner model(config_from_checkpoint(path), 0);
+    load_checkpoint(path, model, nullptr, nullptr);
+  } catch (const Error&) {
+  }
+  try {
+    start_train_step("init", path);
+  } catch (const Error&) {
+  }
+  try {
+    start_train_step("resume", path);
+  } catch (const Error&) {
+  }
+}
+
+// A sample cache as read_samples opens it (default keys), then every row read as the source
+// does (capped so that one input stays fast).
+inline void samples(const uint8_t* data, size_t size) {
+  const std::string path = write_input("cache.safetensors", data, size);
+  try {
+    SampleCache c = SampleCache::open(path, {"context", "noisy_line", "target_offset"});
+    SL_FUZZ_CHECK(c.size() > 0);
+    const int64_t n = std::min<int64_t>(c.size(), 256);
+    for (int64_t i = 0; i < n; ++i) {
+      Sample s;
+      c.fill(i, &s);
+      SL_FUZZ_CHECK(s.scene_index >= 0 && s.line_index >= 0);
+    }
+    Sample last;
+    c.fill(c.size() - 1, &last);
+  } catch (const Error&) {
+  }
+}
+
+// `streamline inspect FILE.pcd`: its own header walk (every field, every element of COUNT > 1
+// fields as its own column, NaN kept and counted), then both printers. (Its .bin and .json
+// paths are read_kitti_bin and read_lines_json, fuzzed above.)
+inline void inspect(const uint8_t* data, size_t size) {
+  const std::string path = write_input("inspect.pcd", data, size);
+  try {
+    InspectReport r = inspect_file(path);
+    SL_FUZZ_CHECK(r.format == "pcd" && r.points >= 0);
+    for (const auto& f : r.fields) SL_FUZZ_CHECK(f.nan_count >= 0 && f.nan_count <= r.points);
+    (void)to_text(r);
+    (void)to_json(r);
+  } catch (const Error&) {
+  }
+}
+
+}  // namespace sl::fuzz
