@@ -163,8 +163,9 @@ void checkpoint_seeds() {
   ModelConfig cfg = model_config_from(spec.params(spec.stage("train").index).get_object("model"));
   LineRefiner model(cfg, 7);
   Adam adam(model.num_params(), AdamConfig{});
-  adam.step_count = 3;
-  for (size_t i = 0; i < adam.exp_avg.size(); ++i) adam.exp_avg[i] = 1e-3f * (float)(i % 17), adam.exp_avg_sq[i] = 1e-6f * (float)(i % 5);
+  std::vector<float> m(adam.size()), v(adam.size());
+  for (size_t i = 0; i < m.size(); ++i) m[i] = 1e-3f * (float)(i % 17), v[i] = 1e-6f * (float)(i % 5);
+  adam.load(m.data(), v.data(), 3);
   const std::map<std::string, std::string> meta{{"step", "3"},           {"position.epoch", "0"},
                                                 {"position.index", "2"}, {"position.skip", "1"},
                                                 {"seed", "42"},          {"pipeline", resolved}};
