@@ -217,6 +217,7 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
   ctx.start_skip_samples = opt.start_skip_samples;
   ctx.quiet = opt.quiet;
   ctx.cancel = &run.local_cancel;  // failures and Ctrl-C (forwarded by the source) both land here
+  ctx.interrupt = opt.cancel;
   const int64_t origin = now_ns();
   if (!opt.trace_path.empty()) run.trace = std::make_unique<Trace>(origin);
   ctx.trace = run.trace.get();

@@ -111,6 +111,9 @@ class RunContext {
   // Cancellation: a signal handler or a failing stage sets it; the source stops emitting.
   std::atomic<bool>* cancel = nullptr;
   bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
+  // The user's interrupt alone (Ctrl-C / SIGTERM), without the run's own stops (max_steps, a
+  // failure): what a nested run (evaluation) must stop on. Null when nobody can interrupt.
+  std::atomic<bool>* interrupt = nullptr;
 
   // Summary lines a stage wants printed after the run (e.g. final eval results).
   void add_summary(const std::string& line);

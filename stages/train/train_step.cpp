@@ -557,12 +557,17 @@ class TrainStep : public Stage {
         RunOptions opt;
         opt.quiet = true;
         opt.device = "cpu";  // eval runs on the host copy of the weights
+        opt.cancel = ctx.interrupt;  // Ctrl-C stops the evaluation too, not after it
         r = run_pipeline(spec, opt);
       } catch (const std::exception& e) {
         err = e.what();
       }
     });
     t.join();
+    if (err.empty() && r.interrupted) {
+      say("evaluation interrupted");
+      return;
+    }
     if (!err.empty() || !r.ok) throw Error("evaluation on " + eval_root_ + " failed: " + (err.empty() ? r.error : err));
     RefineStats s;
     report::EvalExamples examples;
