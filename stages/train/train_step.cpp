@@ -399,6 +399,10 @@ class TrainStep : public Stage {
       model_->prepare(B, P, L);
       return;
     }
+#ifndef SL_WITH_CUDA
+    (void)ctx;
+    throw Error("train_step on " + backend_.name() + ": this build has no CUDA backend");
+#else
     auto* h = static_cast<const DeviceBatchHandle*>(first.device.get());
     if (!h) throw Error("train_step on a GPU needs batches from a to_device stage (none before it?)");
     ring_ = h->ring;
@@ -407,7 +411,6 @@ class TrainStep : public Stage {
     try {
       model_->prepare(B, P, L);
     } catch (const Error& e) {
-#ifdef SL_WITH_CUDA
       model_.reset();  // measure what is free without this model's own buffers
       adam_.reset();
       size_t free_b = 0, total_b = 0;
@@ -420,10 +423,8 @@ class TrainStep : public Stage {
                   plan.to_text() + "free on " + backend_.name() + " without this model: " +
                   std::to_string(free_b >> 20) + " MiB of " + std::to_string(total_b >> 20) +
                   " MiB; the largest batch.size that fits: " + std::to_string(fits));
-#else
-      throw;
-#endif
     }
+#endif
   }
 
   // Takes a loss read that has landed: checks it, accumulates it, writes the log line.
