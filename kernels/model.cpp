@@ -113,7 +113,6 @@ WorkspaceLayout model_workspace(const ModelConfig& cfg, int B, int P, int L, con
     w.buffers.push_back({name, std::move(shape), elem, w.total_bytes, n * elem});
     w.total_bytes += (n * elem + kAlign - 1) / kAlign * kAlign;
   };
-  const std::string s;
   add("input.context", {NP, cfg.in_channels}, 4);
   add("input.noisy_line", {NL, cfg.line_channels}, 4);
   add("input.target_offset", {NL, cfg.out_channels}, 4);
