@@ -53,6 +53,7 @@ struct StageRuntime {
   bool serial = false;    // stateful: exactly one thread, fed in order, renumbers its outputs
   bool releases = false;  // source items are counted done here
   uint64_t out_seq = 0;   // next sequence number of a serial stage's outputs
+  std::atomic<bool> saw_end{false};  // the EndOfStream marker reached this stage
 };
 
 struct Run {
@@ -147,6 +148,7 @@ void guarded(Run& run, StageRuntime& rt, const Item* it, F&& f) {
 void stage_body(Run& run, StageRuntime& rt, const Envelope& in, StageNode::output_ports_type& ports) {
   const int64_t t0 = now_ns();
   Stage& st = *rt.stage;
+  if (in.type == Envelope::Type::EndOfStream) rt.saw_end = true;
   if (in.type == Envelope::Type::Wake) {
     SerialEmitter em(rt, ports, in.pos);
     guarded(run, rt, nullptr, [&] { st.on_wake(em, run.ctx); });
@@ -155,7 +157,15 @@ void stage_body(Run& run, StageRuntime& rt, const Envelope& in, StageNode::outpu
     if (in.type == Envelope::Type::Data) {
       if (st.defers_release()) {
         rt.items_in += (int64_t)in.items.size();
-        guarded(run, rt, nullptr, [&] { st.process_all(in, em, run.ctx); });
+        // The stage holds source items: an error here fails the run whatever the policy (a
+        // skip would leave them held and the graph stalled); single bad outputs go by reject().
+        try {
+          st.process_all(in, em, run.ctx);
+        } catch (const Interrupted&) {
+          run.local_cancel = true;
+        } catch (const std::exception& e) {
+          run.record_failure(rt.spec->id, e.what());
+        }
       } else {
         for (const Item& it : in.items) {
           rt.items_in++;
@@ -198,6 +208,165 @@ void stage_body(Run& run, StageRuntime& rt, const Envelope& in, StageNode::outpu
   if (run.trace) run.trace->span(rt.spec->id, rt.spec->type, t0, t1);
 }
 
+// The stage objects in pipeline order, the chain's shape, and where source items are released.
+struct Topology {
+  int source = -1, sink = -1;
+  std::vector<int> next;  // the one consumer of each stage (-1: the sink); validation refuses fan-out
+  std::map<std::string, int> index_of;
+};
+
+Topology build_stages(Run& run, const PipelineSpec& spec) {
+  Topology t;
+  for (const auto& s : spec.stages) {
+    auto rt = std::make_unique<StageRuntime>();
+    rt->spec = &s;
+    rt->stage = s.schema->factory(spec.params(s.index));
+    rt->stage->id = s.id;
+    rt->serial = s.schema->serial_only;
+    t.index_of[s.id] = (int)run.stages.size();
+    run.stages.push_back(std::move(rt));
+  }
+  t.next.assign(run.stages.size(), -1);
+  for (size_t i = 0; i < spec.stages.size(); ++i) {
+    if (spec.stages[i].inputs.empty()) t.source = (int)i;
+    for (const auto& in : spec.stages[i].inputs) {
+      int& n = t.next[t.index_of.at(in)];
+      if (n >= 0) throw Error(spec.source_path + ": stage '" + in + "' feeds more than one stage (validate_graph refuses this)");
+      n = (int)i;
+    }
+  }
+  if (t.source < 0) throw Error(spec.source_path + ": no source stage");
+  // The release point: the first stateful stage after the source, or the last stage.
+  int cur = t.source, release = -1;
+  while (t.next[cur] >= 0) {
+    cur = t.next[cur];
+    if (release < 0 && run.stages[cur]->serial) release = cur;
+  }
+  t.sink = cur;
+  run.stages[release >= 0 ? release : t.sink]->releases = true;
+  return t;
+}
+
+// The source node's body: one envelope per call (a data item, an epoch end, the end).
+struct SourceFeed {
+  Run& run;
+  StageRuntime& rt;
+  SourceStage& stage;
+  const RunOptions& opt;
+  int64_t epoch, index, size = -1;
+  uint64_t seq = 0;
+  bool finished = false;
+  int64_t last_return = 0;
+
+  Envelope operator()(tbb::flow_control& fc) {
+    const int64_t t0 = now_ns();
+    if (last_return) rt.gap_ns += t0 - last_return;
+    Envelope e;
+    e.seq = seq++;
+    e.pos = {epoch, index};
+    if (finished) {
+      fc.stop();
+      return e;
+    }
+    if (size < 0) size = stage.epoch_size();
+    if (opt.cancel && opt.cancel->load()) run.local_cancel = true;
+    if (run.ctx.cancelled() || epoch >= run.spec->epochs) {
+      e.type = Envelope::Type::EndOfStream;
+      finished = true;
+    } else if (index < size) {
+      guarded(run, rt, nullptr, [&] {
+        rt.items_in++;
+        e.items.push_back(stage.make(epoch, index, run.ctx));
+        rt.items_out++;
+      });
+      ++index;
+    } else {
+      e.type = Envelope::Type::EpochEnd;
+      ++epoch;
+      index = 0;
+      size = -1;
+    }
+    const int64_t t1 = now_ns();
+    rt.busy_ns += t1 - t0;
+    rt.invocations++;
+    last_return = t1;
+    if (run.trace) run.trace->span(rt.spec->id, rt.spec->type, t0, t1);
+    return e;
+  }
+};
+
+// Stage nodes, sequencers before serial stages, edges, and the callbacks stages use.
+void wire(graph& g, Run& run, const Topology& t, limiter_node<Envelope>& limiter) {
+  for (size_t i = 0; i < run.stages.size(); ++i) {
+    if ((int)i == t.source) continue;
+    auto& rt = *run.stages[i];
+    const size_t conc = rt.serial ? 1 : (size_t)rt.spec->threads;
+    rt.node = std::make_unique<StageNode>(
+        g, conc, [&run, &rt](const Envelope& in, StageNode::output_ports_type& ports) { stage_body(run, rt, in, ports); });
+    if (rt.serial)
+      rt.sequencer = std::make_unique<sequencer_node<Envelope>>(g, [](const Envelope& e) { return (size_t)e.seq; });
+    StageNode* node = rt.node.get();
+    rt.stage->release_source_items = [&run](int64_t n) { run.release(n); };
+    rt.stage->reject = [&run, &rt](const std::string& item, const std::string& why) {
+      if (rt.spec->policy == ErrorPolicy::Skip) run.record_skip(rt, item, why);
+      else run.record_failure(rt.spec->id, item + ": " + why);
+    };
+    rt.stage->wake = [&run, node] {
+      if (run.accepting) node->try_put(Envelope{Envelope::Type::Wake});
+    };
+  }
+  for (size_t i = 0; i < run.stages.size(); ++i) {
+    if ((int)i == t.source) continue;
+    auto& rt = *run.stages[i];
+    const int up = t.index_of.at(rt.spec->inputs[0]);
+    receiver<Envelope>& to = rt.sequencer ? static_cast<receiver<Envelope>&>(*rt.sequencer) : *rt.node;
+    if (up == t.source) make_edge(limiter, to);
+    else make_edge(output_port<0>(*run.stages[up]->node), to);
+    if (rt.sequencer) make_edge(*rt.sequencer, *rt.node);
+  }
+}
+
+// A graph that went idle before the end of the data reached the sink, with nobody having
+// stopped it, is a stall (a stage holding items it never passes on or releases): an error,
+// never a successful run that trained on part of the data.
+std::string stall_reason(const Run& run, const Topology& t, const SourceFeed& feed) {
+  if (run.stages[t.sink]->saw_end) return "";
+  if (!feed.finished)
+    return "the run stalled: the source '" + run.stages[t.source]->spec->id + "' was held back after " +
+           std::to_string(feed.index) + " item(s) of epoch " + std::to_string(feed.epoch) +
+           ": the source items in flight (in_flight " + std::to_string(run.spec->in_flight) +
+           ") were never released downstream, and the graph went idle";
+  std::string last = run.stages[t.source]->spec->id;
+  for (int i = t.next[t.source]; i >= 0 && run.stages[i]->saw_end; i = t.next[i]) last = run.stages[i]->spec->id;
+  return "the run stalled: the end of the data never reached '" + run.stages[t.sink]->spec->id + "'; stage '" + last +
+         "' received it but still holds items it never passed on, and the graph went idle";
+}
+
+void fill_report(RunResult& result, const Run& run, const Topology& t, int total_threads) {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  result.peak_rss_bytes = (double)ru.ru_maxrss * 1024.0;  // Linux reports KiB
+  for (size_t i = 0; i < run.stages.size(); ++i) {
+    const StageRuntime& rt = *run.stages[i];
+    const bool is_source = (int)i == t.source;
+    StageReport r;
+    r.id = rt.spec->id;
+    r.type = rt.spec->type;
+    r.serial = rt.serial || is_source;
+    r.threads = r.serial ? 1 : std::min(rt.spec->threads, std::max(1, total_threads));  // what it could use
+    r.items_in = rt.items_in;
+    r.items_out = rt.items_out;
+    r.skipped = rt.skipped;
+    r.invocations = rt.invocations;
+    r.busy_s = rt.busy_ns / 1e9;
+    r.utilization = result.wall_s > 0 ? r.busy_s / (result.wall_s * r.threads) : 0;
+    r.wait_input_s = is_source ? 0 : std::max(0.0, result.wall_s * r.threads - r.busy_s);
+    r.wait_output_s = rt.gap_ns / 1e9;
+    result.stages.push_back(r);
+  }
+  result.bottleneck = diagnose(result.stages, result.wall_s, total_threads);
+}
+
 }  // namespace
 
 RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
@@ -222,42 +391,10 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
   if (!opt.trace_path.empty()) run.trace = std::make_unique<Trace>(origin);
   ctx.trace = run.trace.get();
 
-  // Stage objects, in pipeline order.
-  std::map<std::string, int> index_of;
-  for (const auto& s : spec.stages) {
-    auto rt = std::make_unique<StageRuntime>();
-    rt->spec = &s;
-    rt->stage = s.schema->factory(spec.params(s.index));
-    rt->stage->id = s.id;
-    rt->serial = s.schema->serial_only;
-    index_of[s.id] = (int)run.stages.size();
-    run.stages.push_back(std::move(rt));
-  }
-  // Consumers of each stage; branching (one output feeding two stages) is rejected.
-  std::vector<std::vector<int>> consumers(run.stages.size());
-  int source = -1;
-  for (size_t i = 0; i < spec.stages.size(); ++i) {
-    if (spec.stages[i].inputs.empty()) source = (int)i;
-    for (const auto& in : spec.stages[i].inputs) consumers[index_of[in]].push_back((int)i);
-  }
-  for (size_t i = 0; i < consumers.size(); ++i)
-    if (consumers[i].size() > 1)
-      throw Error(spec.source_path + ": stage '" + spec.stages[i].id + "' feeds " + std::to_string(consumers[i].size()) +
-                  " stages; a stage's output feeds exactly one stage");
-  // The release point: the first stateful stage after the source, or the last stage.
-  {
-    int cur = source;
-    int release = -1;
-    while (!consumers[cur].empty()) {
-      cur = consumers[cur][0];
-      if (run.stages[cur]->serial) {
-        release = cur;
-        break;
-      }
-    }
-    if (release < 0) release = cur;
-    run.stages[release]->releases = true;
-  }
+  const Topology topo = build_stages(run, spec);
+  auto* src_rt = run.stages[topo.source].get();
+  auto* src_stage = dynamic_cast<SourceStage*>(src_rt->stage.get());
+  if (!src_stage) throw Error("stage '" + src_rt->spec->id + "' is registered as a source but is not one");
 
   // Consumers start first: a resuming trainer sets the data position the source starts from.
   for (auto it = run.stages.rbegin(); it != run.stages.rend(); ++it) (*it)->stage->start(ctx);
@@ -271,94 +408,23 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
       for (auto& s : r.stages) s->node.reset(), s->sequencer.reset();
     }
   } nodes_before_graph{run};
-  auto* src_rt = run.stages[source].get();
-  auto* src_stage = dynamic_cast<SourceStage*>(src_rt->stage.get());
-  if (!src_stage) throw Error("stage '" + src_rt->spec->id + "' is registered as a source but is not one");
 
-  struct SourceState {
-    int64_t epoch, index, size = -1;
-    uint64_t seq = 0;
-    bool finished = false;
-    int64_t last_return = 0;
-  } ss{ctx.start.epoch, ctx.start.index};
-
-  input_node<Envelope> src(g, [&](tbb::flow_control& fc) -> Envelope {
-    const int64_t t0 = now_ns();
-    if (ss.last_return) src_rt->gap_ns += t0 - ss.last_return;
-    Envelope e;
-    e.seq = ss.seq++;
-    e.pos = {ss.epoch, ss.index};
-    if (ss.finished) {
-      fc.stop();
-      return e;
-    }
-    if (ss.size < 0) ss.size = src_stage->epoch_size();
-    if (opt.cancel && opt.cancel->load()) run.local_cancel = true;
-    if (ctx.cancelled() || ss.epoch >= spec.epochs) {
-      e.type = Envelope::Type::EndOfStream;
-      ss.finished = true;
-    } else if (ss.index < ss.size) {
-      guarded(run, *src_rt, nullptr, [&] {
-        src_rt->items_in++;
-        e.items.push_back(src_stage->make(ss.epoch, ss.index, ctx));
-        src_rt->items_out++;
-      });
-      ++ss.index;
-    } else {
-      e.type = Envelope::Type::EpochEnd;
-      ++ss.epoch;
-      ss.index = 0;
-      ss.size = -1;
-    }
-    const int64_t t1 = now_ns();
-    src_rt->busy_ns += t1 - t0;
-    src_rt->invocations++;
-    ss.last_return = t1;
-    if (run.trace) run.trace->span(src_rt->spec->id, src_rt->spec->type, t0, t1);
-    return e;
-  });
+  SourceFeed feed{run, *src_rt, *src_stage, opt, ctx.start.epoch, ctx.start.index};
+  input_node<Envelope> src(g, [&feed](tbb::flow_control& fc) { return feed(fc); });
   limiter_node<Envelope> limiter(g, (size_t)spec.in_flight);
   run.limiter = &limiter;
   make_edge(src, limiter);
-
-  for (size_t i = 0; i < run.stages.size(); ++i) {
-    if ((int)i == source) continue;
-    auto& rt = *run.stages[i];
-    const size_t conc = rt.serial ? 1 : (size_t)rt.spec->threads;
-    rt.node = std::make_unique<StageNode>(
-        g, conc, [&run, &rt](const Envelope& in, StageNode::output_ports_type& ports) { stage_body(run, rt, in, ports); });
-    if (rt.serial)
-      rt.sequencer = std::make_unique<sequencer_node<Envelope>>(g, [](const Envelope& e) { return (size_t)e.seq; });
-    StageNode* node = rt.node.get();
-    rt.stage->release_source_items = [&run](int64_t n) { run.release(n); };
-    rt.stage->reject = [&run, &rt](const std::string& item, const std::string& why) {
-      if (rt.spec->policy == ErrorPolicy::Skip) run.record_skip(rt, item, why);
-      else run.record_failure(rt.spec->id, item + ": " + why);
-    };
-    rt.stage->wake = [&run, node] {
-      if (run.accepting) node->try_put(Envelope{Envelope::Type::Wake});
-    };
-  }
-  for (size_t i = 0; i < run.stages.size(); ++i) {
-    if ((int)i == source) continue;
-    auto& rt = *run.stages[i];
-    int up = index_of[rt.spec->inputs[0]];
-    auto connect = [&](receiver<Envelope>& to) {
-      if (up == source) make_edge(limiter, to);
-      else make_edge(output_port<0>(*run.stages[up]->node), to);
-    };
-    if (rt.sequencer) {
-      connect(*rt.sequencer);
-      make_edge(*rt.sequencer, *rt.node);
-    } else {
-      connect(*rt.node);
-    }
-  }
+  wire(g, run, topo, limiter);
 
   src.activate();
   g.wait_for_all();
   run.accepting = false;
   const int64_t t_end = now_ns();
+  const bool user_stop = opt.cancel && opt.cancel->load();
+  if (!run.failed && !user_stop) {
+    const std::string stall = stall_reason(run, topo, feed);
+    if (!stall.empty()) run.record_failure("engine", stall);
+  }
 
   // finish(): the sink writes its final checkpoint / cache even after an interruption.
   for (auto& rt : run.stages) {
@@ -372,35 +438,12 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
   }
 
   result.wall_s = (t_end - origin) / 1e9;
-  {
-    struct rusage ru {};
-    getrusage(RUSAGE_SELF, &ru);
-    result.peak_rss_bytes = (double)ru.ru_maxrss * 1024.0;  // Linux reports KiB
-  }
   result.ok = !run.failed;
   result.error = run.first_error;
-  result.interrupted = !run.failed && opt.cancel && opt.cancel->load();
+  result.interrupted = !run.failed && user_stop;
   result.skips = run.skips;
   result.summaries = ctx.summaries();
-  for (size_t i = 0; i < run.stages.size(); ++i) {
-    const StageRuntime& rt = *run.stages[i];
-    const bool is_source = (int)i == source;
-    StageReport r;
-    r.id = rt.spec->id;
-    r.type = rt.spec->type;
-    r.serial = rt.serial || is_source;
-    r.threads = r.serial ? 1 : std::min(rt.spec->threads, std::max(1, total_threads));  // what it could use
-    r.items_in = rt.items_in;
-    r.items_out = rt.items_out;
-    r.skipped = rt.skipped;
-    r.invocations = rt.invocations;
-    r.busy_s = rt.busy_ns / 1e9;
-    r.utilization = result.wall_s > 0 ? r.busy_s / (result.wall_s * r.threads) : 0;
-    r.wait_input_s = is_source ? 0 : std::max(0.0, result.wall_s * r.threads - r.busy_s);
-    r.wait_output_s = rt.gap_ns / 1e9;
-    result.stages.push_back(r);
-  }
-  result.bottleneck = diagnose(result.stages, result.wall_s, total_threads);
+  fill_report(result, run, topo, total_threads);
   if (run.trace) run.trace->write(opt.trace_path);
   return result;
 }

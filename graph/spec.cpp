@@ -478,6 +478,19 @@ void validate_graph(const PipelineSpec& spec) {
       }
     }
   }
+  // One consumer per stage: the engine keeps a chain (no fan-out node that copies items).
+  for (const auto& s : spec.stages) {
+    std::vector<std::string> consumers;
+    for (const auto& t : spec.stages)
+      for (const auto& in : t.inputs)
+        if (in == s.id) consumers.push_back(t.id);
+    if (consumers.size() > 1) {
+      std::string names;
+      for (const auto& c : consumers) names += (names.empty() ? "'" : ", '") + c + "'";
+      fail(P + "/stages/" + std::to_string(s.index), "stage '" + s.id + "' feeds " + std::to_string(consumers.size()) +
+                                                         " stages (" + names + "); a stage's output feeds exactly one stage");
+    }
+  }
   // Message kinds on every edge.
   for (const auto& s : spec.stages) {
     for (const auto& in : s.inputs) {

@@ -135,13 +135,23 @@ class BatchStage : public Stage {
     pool_->set_on_return([self] { self->wake(); });
   }
 
+  // Why `s` cannot go into a batch laid out as `layout_` (empty: it fits).
+  std::string misfit(const Sample& s) const {
+    for (const auto& bt : layout_) {
+      auto it = s.tensors.find(bt.name);
+      if (it == s.tensors.end()) return "has no tensor '" + bt.name + "'";
+      const Tensor& t = it->second;
+      if (t.numel() != bt.per_sample || (int64_t)t.shape.size() + 1 != (int64_t)bt.shape.size())
+        return "tensor '" + bt.name + "' has shape " + t.shape_str() +
+               ", but the batch was laid out for the first sample's shape; make every sample the same size "
+               "(resample / perturb_line points)";
+    }
+    return "";
+  }
+
   void copy_in(Batch& b, const Sample& s) {
     for (const auto& bt : b.tensors) {
       const Tensor& t = s.at(bt.name);
-      if (t.numel() != bt.per_sample || (int64_t)t.shape.size() + 1 != (int64_t)bt.shape.size())
-        throw Error(where_ + ": " + s.describe() + ": tensor '" + bt.name + "' has shape " + t.shape_str() +
-                    ", but the batch was laid out for the first sample's shape; make every sample the same size "
-                    "(resample / perturb_line points)");
       std::memcpy(b.slot->data() + bt.offset + b.size * bt.per_sample, t.data.data(), bt.per_sample * sizeof(float));
     }
     b.scene_index.push_back((int32_t)s.scene_index);
@@ -170,8 +180,17 @@ class BatchStage : public Stage {
         continue;
       }
       while (p.next < p.samples.size()) {
+        if (!pool_) make_pool(*p.samples[p.next]);
+        const std::string why = misfit(*p.samples[p.next]);
+        if (!why.empty()) {
+          // This sample alone goes (skip: recorded; fail: the run stops); the queue moves on, so
+          // the source items behind it are still released and the run never stalls on it.
+          reject(p.samples[p.next]->describe(), why);
+          p.samples[p.next].reset();
+          ++p.next;
+          continue;
+        }
         if (!open_) {
-          if (!pool_) make_pool(*p.samples[p.next]);
           auto slot = pool_->acquire();
           if (!slot) return;  // every slot is in use downstream: wait for a wake
           open_ = std::make_shared<Batch>();
