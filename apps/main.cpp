@@ -27,7 +27,7 @@
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"
 #include "stages/train/infer.h"
-#include "stages/train/train_step.h"
+#include "stages/train/checkpoints.h"
 
 namespace {
 

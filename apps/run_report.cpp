@@ -6,7 +6,7 @@
 #include "graph/error.h"
 #include "stages/batching/batch.h"
 #include "stages/device/memory_plan.h"
-#include "stages/train/train_step.h"
+#include "stages/train/checkpoints.h"
 
 namespace sl {
 

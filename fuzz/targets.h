@@ -34,7 +34,7 @@
 #include "stages/io/pcd.h"
 #include "stages/io/samples.h"
 #include "stages/train/infer.h"
-#include "stages/train/train_step.h"
+#include "stages/train/checkpoints.h"
 
 #define SL_FUZZ_CHECK(cond)                                                              \
   do {                                                                                   \

@@ -8,11 +8,13 @@
 
 namespace sl {
 
+#ifndef SL_WITH_CUDA
 namespace {
 [[noreturn]] void no_cuda_build(const char* what) {
   throw Error(std::string(what) + ": this build has no CUDA backend (no CUDA toolkit was found at build time)");
 }
 }  // namespace
+#endif
 
 Backend Backend::parse(const std::string& name) {
   if (name == "cpu") return cpu();

@@ -9,6 +9,7 @@ void register_null_sinks(StageRegistry& r);
 void register_read_stages(StageRegistry& r);
 void register_geometry_stages(StageRegistry& r);
 void register_train_stages(StageRegistry& r);
+void register_eval_stage(StageRegistry& r);
 void register_sample_cache_stages(StageRegistry& r);
 void register_device_stages(StageRegistry& r);
 
@@ -19,6 +20,7 @@ void register_builtin_stages(StageRegistry& r) {
   register_batch_stages(r);
   register_device_stages(r);
   register_train_stages(r);
+  register_eval_stage(r);
   register_sample_cache_stages(r);
   register_null_sinks(r);
 }

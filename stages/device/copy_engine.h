@@ -1,41 +1,45 @@
 // DeviceRing: host-to-device copies of batches that overlap compute, with no host waits in the
-// steady state. Plain C++ header (streams are cudaStream_t as void*); defined only in builds
-// with CUDA (SL_WITH_CUDA).
+// steady state. The slot accounting (which slot is next, which are being read, which host
+// batches are still being copied from) is backend-neutral and lives here; what moves bytes and
+// tracks completion is a RingTransport: CUDA (a copy stream and events, stages/device/ring_cuda.cpp)
+// or the host (plain memcpy, optionally with completion deferred until the test says so), so
+// every rule below runs in CI without a GPU.
 //
-//   host batch (pinned slot) --H2D on copy stream--> ring slot k --event--> consumer's stream
+//   host batch (pinned slot) --copy on copy stream--> ring slot k --event--> consumer's stream
 //                                                                            waits (GPU side)
-// Typical use: the to_device stage submits on its thread; the trainer, on ITS thread and just
-// before it reads the slot, makes the model's own stream wait (so nothing is ever enqueued on a
-// stream another thread may be capturing into a CUDA graph):
-//   DeviceBatch d = ring.submit(batch);                 // to_device: enqueue H2D, return
-//   ring.wait_copied(d, model_stream);                  // trainer: GPU-side wait
-//   model.load_inputs(d.context, d.noisy_line, d.target_offset, d.B);  // D2D, fixed inputs
-//   ring.release(d, model_stream);                      // slot k reusable after that read
-//   model.step_inputs(d.B, adam);                       // the step's CUDA graph
+// Typical use: the to_device stage submits on its thread without ever blocking; the trainer, on
+// ITS thread and just before it reads the slot, makes the model's own stream wait (so nothing
+// is enqueued on a stream another thread may be capturing into a CUDA graph):
+//   auto d = ring.try_submit(batch);   // to_device: enqueue the copy; nullopt: slot still read,
+//                                      // hold the batch, on_release() wakes the stage
+//   ring.wait_copied(*d, model_stream);                 // trainer: GPU-side wait
+//   model.load_inputs(d->context, d->noisy_line, d->target_offset, d->B);  // fixed inputs
+//   ring.release(*d, model_stream);                     // slot k reusable after that read
+//   model.step_inputs(d->B, adam);                      // the step's CUDA graph
 //
 // Lifetimes: the ring holds each submitted host Batch (hence its pinned slot) until its copy
-// event has completed -- checked with cudaEventQuery at every submit(), release() and poll(), so
-// the slot returns to the batch stage's pool without anyone waiting. The ring holds at most
-// `slots` host batches: give the batch stage MORE pinned slots than the ring has (or call
-// poll() while waiting for batches), otherwise the batch stage can starve for a slot that only
-// the next submit() would hand back. A ring slot is overwritten only
-// after the event recorded by release() has completed: the copy stream waits for it on the GPU
-// (cudaStreamWaitEvent), never the host.
-// Host waits happen only when: submit() finds the next slot not yet release()d (it blocks on a
-// condition variable until another thread releases it: the ring bounds the batches in flight);
-// a slot is reused while its previous copy is still running (a ring too small to cover the
-// copy latency); synchronize(); the destructor.
+// has completed -- checked at every submit, release() and poll(), so the slot returns to the
+// batch stage's pool without anyone waiting. The ring holds at most `slots` host batches: the
+// batch stage needs MORE pinned slots than the ring has (validation refuses ring >= slots). A
+// ring slot is overwritten only after the read recorded by release() has run: the copy waits
+// for it on the device, never the host.
+// Host waits happen only in: submit() (the blocking form, for benchmarks), a slot reused while
+// its previous copy still runs (a ring too small to cover the copy latency), synchronize(),
+// the destructor.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 
+#include "kernels/backend.h"
 #include "kernels/model.h"
 #include "stages/batching/batch.h"
 
 namespace sl {
 
-// A batch in one ring slot (device pointers, row-major, B = samples actually copied).
+// A batch in one ring slot (backend pointers, row-major, B = samples actually copied).
 struct DeviceBatch {
   int slot = -1;
   int B = 0, P = 0, L = 0;
@@ -45,37 +49,75 @@ struct DeviceBatch {
   int64_t epoch = 0, index = 0;    // of the host batch
 };
 
+// What moves bytes into ring slots and says when they have landed / been read.
+class RingTransport {
+ public:
+  virtual ~RingTransport() = default;
+  virtual float* memory() = 0;  // slots x slot_floats floats on the backend
+  virtual size_t bytes() const = 0;
+  virtual void* copy_stream() = 0;                            // null on the host
+  virtual void wait_read(int slot) = 0;                       // copies into `slot` wait for its last read
+  virtual void copy(float* dst, const float* src, size_t bytes) = 0;  // enqueued on the copy stream
+  virtual void mark_copied(int slot) = 0;                     // after the slot's copies
+  virtual bool copied(int slot) = 0;                          // non-blocking
+  virtual void wait_copied_host(int slot) = 0;                // the host waits
+  virtual void consumer_wait(int slot, void* stream) = 0;     // `stream` waits for the copy
+  virtual void mark_read(int slot, void* stream) = 0;         // after the last read on `stream`
+  virtual void synchronize() = 0;                             // the copy stream has drained
+};
+
+// A host transport's copies complete at once, or (Deferred, for tests of the accounting) only
+// when complete_copies() says so -- like an asynchronous copy engine that has not finished.
+enum class HostCompletion { Immediate, Deferred };
+
 class DeviceRing {
  public:
-  // `slots` device buffers of `capacity` samples each (context [P, in], noisy_line [L, line],
-  // target_offset [L, out] per sample, channel counts from cfg), ONE device allocation; one
-  // non-blocking copy stream on `device`.
-  DeviceRing(int slots, int capacity, int P, int L, const ModelConfig& cfg, int device = 0);
-  ~DeviceRing();  // waits for both streams, then frees (releasing every held batch)
+  // `slots` buffers of `capacity` samples each (context [P, in], noisy_line [L, line],
+  // target_offset [L, out] per sample, channel counts from cfg), ONE allocation on `backend`.
+  static std::shared_ptr<DeviceRing> create(const Backend& backend, int slots, int capacity, int P, int L,
+                                            const ModelConfig& cfg, HostCompletion host = HostCompletion::Immediate);
+  DeviceRing(std::unique_ptr<RingTransport> transport, const Backend& backend, int slots, int capacity, int P, int L,
+             const ModelConfig& cfg);
+  ~DeviceRing();  // waits for the copy stream, then frees (releasing every held batch)
   DeviceRing(const DeviceRing&) = delete;
   DeviceRing& operator=(const DeviceRing&) = delete;
 
+  const Backend& backend() const { return backend_; }
   void* copy_stream() const;
-  int slots() const;
+  int slots() const { return slots_; }
   size_t device_bytes() const;
+  int in_use() const;  // slots submitted and not yet released
 
-  // Copies batch->size samples of "context", "noisy_line", "target_offset" into the next slot
-  // on the copy stream. Throws sl::Error if the batch's shapes do not match the ring (P, L,
-  // channels, size <= capacity).
+  // Throws sl::Error if the batch's tensors do not match the ring ("context" [P, in],
+  // "noisy_line" [L, line], "target_offset" [L, out], 0 < size <= capacity).
+  void check(const Batch& batch) const;
+  // Copies batch->size samples into the next slot, or returns nullopt without waiting when that
+  // slot is still being read (release() then calls on_release).
+  std::optional<DeviceBatch> try_submit(std::shared_ptr<const Batch> batch);
+  // The same, waiting on the host for the slot (benchmarks and tests).
   DeviceBatch submit(std::shared_ptr<const Batch> batch);
-  // GPU-side: work enqueued on `stream` after this call runs after b's copy.
+  // Work enqueued on `stream` after this call runs after b's copy (a GPU-side wait).
   void wait_copied(const DeviceBatch& b, void* stream);
   // Call after enqueueing, on `stream`, the last work that reads `b` (a batch nobody read:
-  // pass copy_stream()).
+  // pass copy_stream()). Then on_release runs, on the caller's thread.
   void release(const DeviceBatch& b, void* stream);
+  void set_on_release(std::function<void()> f);
   // Drops host batches whose copies completed; returns how many are still held.
   size_t poll();
-  // Host waits for both streams, drops every held batch.
+  // Host waits for the copy stream, drops every held batch.
   void synchronize();
+  // Host transport in Deferred mode: every copy so far has landed.
+  void complete_copies();
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  Backend backend_;
+  int slots_ = 0;
 };
+
+std::unique_ptr<RingTransport> make_host_transport(size_t floats, int slots, HostCompletion completion);
+// Defined with CUDA only (stages/device/ring_cuda.cpp).
+std::unique_ptr<RingTransport> make_cuda_transport(int device, size_t floats, int slots);
 
 }  // namespace sl

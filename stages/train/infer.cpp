@@ -13,7 +13,7 @@
 #include "stages/geometry/crop.h"
 #include "stages/geometry/perturb.h"
 #include "stages/geometry/resample.h"
-#include "stages/train/train_step.h"
+#include "stages/train/checkpoints.h"
 
 namespace sl {
 

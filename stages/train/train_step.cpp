@@ -1,199 +1,46 @@
 // train_step (sink): forward, loss, backward, Adam on every batch; JSON Lines metrics; progress;
-// atomic checkpoints with the data position (exact resume); evaluation on the validation split.
-// eval_step (sink): MSE and the refinement error in metres of a model on a split.
-//
-// Evaluation reuses the run's own pipeline: the same stages and params with the source pointed
-// at the validation folder, unshuffled, one epoch, no dropped samples, and this sink replaced by
-// eval_step reading the live model -- so validation data is prepared exactly like training data.
+// atomic checkpoints with the data position (exact resume, stages/train/checkpoints.h);
+// evaluation on the validation split with the run's own pipeline (stages/train/eval_step.h).
+#include "stages/train/train_step.h"
+
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
-#include <thread>
 
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
 #include "graph/atomic_file.h"
-#include "graph/engine.h"
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
 #include "graph/trace.h"
 #include "kernels/adam.h"
 #include "kernels/checkpoint.h"
+#include "kernels/cuda/runtime.h"
 #include "kernels/model.h"
-#include "kernels/safetensors.h"
 #include "report/eval_examples.h"
 #include "report/report.h"
 #include "stages/batching/batch.h"
-#include "kernels/cuda/runtime.h"
 #include "stages/device/copy_engine.h"
 #include "stages/device/memory_plan.h"
 #include "stages/device/to_device.h"
+#include "stages/train/checkpoints.h"
+#include "stages/train/eval_step.h"
 #include "stages/train/metrics.h"
-#include "stages/train/train_step.h"
 
 namespace sl {
 
 namespace fs = std::filesystem;
 
-// ---- live models: how an in-process evaluation reaches the trainer's model ------------------
-
 namespace {
-std::mutex g_live_mu;
-std::map<std::string, const LineRefiner*> g_live;
-}  // namespace
-
-static std::string publish_live_model(const LineRefiner* m) {
-  char key[64];
-  std::snprintf(key, sizeof key, "live:%p", (const void*)m);
-  std::lock_guard<std::mutex> lock(g_live_mu);
-  g_live[key] = m;
-  return key;
-}
-static void retract_live_model(const std::string& key) {
-  std::lock_guard<std::mutex> lock(g_live_mu);
-  g_live.erase(key);
-}
-static const LineRefiner* live_model(const std::string& key) {
-  std::lock_guard<std::mutex> lock(g_live_mu);
-  auto it = g_live.find(key);
-  return it == g_live.end() ? nullptr : it->second;
-}
-
-ModelConfig model_config_from(const Params& m) {
-  ModelConfig cfg;
-  auto ints = [](const std::vector<long long>& v) { return std::vector<int>(v.begin(), v.end()); };
-  cfg.encoder = ints(m.get_ints("encoder"));
-  cfg.line_mlp = ints(m.get_ints("line_mlp"));
-  cfg.regressor = ints(m.get_ints("regressor"));
-  if (cfg.encoder.empty() || cfg.line_mlp.empty() || cfg.regressor.empty())
-    fail(m.where(), "encoder, line_mlp and regressor each need at least one width");
-  return cfg;
-}
-
-static std::vector<ParamSpec> model_params() {
-  return {p_ints("encoder", {64, 128, 512}, "encoder widths (point-wise Conv1d + ReLU); the last is the global feature", 1),
-          p_ints("line_mlp", {64, 128}, "line MLP widths", 1),
-          p_ints("regressor", {256, 128}, "regressor hidden widths (a final layer to 3 follows)", 1)};
-}
-
-// ---- the eval pipeline derived from a run's pipeline -----------------------------------------
-
-std::string make_eval_pipeline(const std::string& pipeline_json, const std::string& root, const std::string& sink_id,
-                               const std::string& live_key) {
-  rapidjson::Document d;
-  d.Parse(pipeline_json.c_str());
-  if (d.HasParseError() || !d.IsObject()) throw Error("eval: the run's pipeline JSON does not parse");
-  auto& a = d.GetAllocator();
-  d["epochs"].SetInt(1);
-  d["device"].SetString("cpu", a);
-  std::string name = std::string(d["name"].GetString()) + "_eval";
-  d["name"].SetString(name.c_str(), a);
-  for (auto& s : d["stages"].GetArray()) {
-    std::string type = s["type"].GetString();
-    auto& p = s["params"];
-    if (type == "scan_dataset") {
-      p["root"].SetString(root.c_str(), a);
-      p["shuffle"].SetBool(false);
-      p["limit"].SetInt(0);
-    } else if (type == "batch") {
-      p["drop_last"].SetBool(false);
-      bool has_truth = false;
-      for (auto& k : p["keys"].GetArray()) has_truth |= std::string(k.GetString()) == "true_line";
-      if (!has_truth) p["keys"].PushBack(rapidjson::Value("true_line", a), a);
-    } else if (s["id"].GetString() == sink_id) {
-      s["type"].SetString("eval_step", a);
-      rapidjson::Value np(rapidjson::kObjectType);
-      np.AddMember("model", rapidjson::Value(live_key.c_str(), a), a);
-      s["params"] = np;
-      s["on_error"].SetString("fail", a);
-    }
-  }
-  rapidjson::StringBuffer sb;
-  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
-  d.Accept(w);
-  return sb.GetString();
-}
-
-namespace {
-
-std::mutex g_eval_mu;
-std::map<std::string, RefineStats> g_eval_results;
-std::map<std::string, report::EvalExamples> g_eval_examples;  // a few lines for the run report
-
-class EvalStep : public Stage {
- public:
-  explicit EvalStep(const Params& p) : model_key_(p.get_string("model")), where_(p.where("model")) {}
-  void start(RunContext& ctx) override {
-    if (model_key_.rfind("live:", 0) == 0) {
-      model_ = live_model(model_key_);
-      if (!model_) fail(where_, "no live model '" + model_key_ + "' (only a running trainer publishes one)");
-    } else {
-      std::string path = model_key_;
-      if (fs::is_directory(path)) {
-        path = latest_checkpoint(model_key_);
-        if (path.empty()) fail(where_, "no step_*.safetensors checkpoint in '" + model_key_ + "'");
-      }
-      std::map<std::string, std::string> meta;
-      // Read the widths from the checkpoint's own pipeline so a model of any widths loads.
-      ModelConfig cfg = config_from_checkpoint(path);
-      owned_ = std::make_unique<LineRefiner>(cfg, 0);
-      load_checkpoint(path, *owned_, nullptr, &meta);
-      if (!ctx.quiet) std::fprintf(stderr, "eval_step: %s\n", path.c_str());
-      model_ = owned_.get();
-    }
-  }
-  void process(Item in, const Position&, Emitter&, RunContext& ctx) override {
-    const auto& b = std::get<std::shared_ptr<Batch>>(in);
-    if (!b->slot) throw Error("eval_step reads batches on the host; run its pipeline with \"device\": \"cpu\"");
-    const auto& ctxt = b->tensor("context");
-    const int B = (int)b->size, P = (int)ctxt.shape[1], L = (int)b->tensor("noisy_line").shape[1];
-    // The model's workspace is per call here: eval of a live model runs while its trainer waits.
-    LineRefiner& m = const_cast<LineRefiner&>(*model_);
-    pred_.resize((size_t)B * L * 3);
-    m.forward(b->host("context"), b->host("noisy_line"), B, P, L, pred_.data());
-    const int C = (int)ctxt.shape[2];
-    for (int i = 0; i < B && examples_.lines.size() < report::kReportExamples; ++i)
-      if (report::is_new_line(examples_, b->scene_index[i], b->line_index[i]))
-        examples_.lines.push_back(report::make_eval_example(
-            b->host("context") + (size_t)i * P * C, P, C, b->host("noisy_line") + (size_t)i * L * 3,
-            pred_.data() + (size_t)i * L * 3, b->host("true_line") + (size_t)i * L * 3, L, b->scene_index[i], b->line_index[i]));
-    for (int i = 0; i < B; ++i)
-      stats_.add(b->host("noisy_line") + (size_t)i * L * 3, pred_.data() + (size_t)i * L * 3,
-                 b->host("target_offset") + (size_t)i * L * 3, b->host("true_line") + (size_t)i * L * 3, L);
-  }
-  void finish(RunContext& ctx) override {
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "eval: %lld lines, mse %.5f, mean point error %.3f m -> %.3f m (%.0f%% of the noisy input), %.0f%% "
-                  "of lines improved",
-                  (long long)stats_.lines, stats_.mse(), stats_.mean_before(), stats_.mean_after(),
-                  stats_.mean_before() > 0 ? 100 * stats_.mean_after() / stats_.mean_before() : 0.0,
-                  100 * stats_.improved_share());
-    ctx.add_summary(buf);
-    std::lock_guard<std::mutex> lock(g_eval_mu);
-    g_eval_results[model_key_] = stats_;
-    g_eval_examples[model_key_] = examples_;
-  }
-
- private:
-  std::string model_key_, where_;
-  const LineRefiner* model_ = nullptr;
-  std::unique_ptr<LineRefiner> owned_;
-  std::vector<float> pred_;
-  RefineStats stats_;
-  report::EvalExamples examples_;
-};
 
 std::string fmt_duration(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
@@ -255,25 +102,11 @@ class TrainStep : public Stage {
       } else {
         std::map<std::string, std::string> meta;
         load_checkpoint(path, *model_, adam_.get(), &meta);
-        auto num = [&](const char* k) -> int64_t {
-          auto it = meta.find(k);
-          if (it == meta.end()) throw Error(path + ": checkpoint metadata lacks '" + std::string(k) + "'");
-          // The whole value, a non-negative integer: std::stoll threw std::invalid_argument, which
-          // ended the process (found by fuzz/fuzz_checkpoint).
-          const std::string& v = it->second;
-          int64_t n = -1;
-          auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-          if (ec != std::errc() || end != v.data() + v.size() || n < 0)
-            throw Error(path + ": checkpoint metadata '" + k + "' is not a non-negative integer: '" + v + "'");
-          return n;
-        };
-        step_ = num("step");
-        ctx.start.epoch = num("position.epoch");
-        ctx.start.index = num("position.index");
-        ctx.start_skip_samples = num("position.skip");
-        if (std::to_string(ctx.seed) != meta["seed"])
-          throw Error(path + ": checkpoint was made with seed " + meta["seed"] + ", this run has seed " +
-                      std::to_string(ctx.seed) + "; resuming would not continue the same run");
+        const TrainState st = read_train_metadata(path, meta, ctx.seed);
+        step_ = st.step;
+        epoch_ = st.epoch;
+        ctx.start = st.position;
+        ctx.start_skip_samples = st.skip;
         say("resumed from " + path + " at step " + std::to_string(step_) + ", epoch " + std::to_string(ctx.start.epoch) +
             ", item " + std::to_string(ctx.start.index) + (ctx.start_skip_samples ? " (+" + std::to_string(ctx.start_skip_samples) + " samples)" : ""));
         resumed_from_ = path;
@@ -306,9 +139,9 @@ class TrainStep : public Stage {
     const auto& c = b->tensor("context");
     const int B = (int)b->size, P = (int)c.shape[1], L = (int)b->tensor("noisy_line").shape[1];
     if (model_->capacity() == 0) prepare_model(*b, P, L, ctx);
-    if (backend_.is_cuda()) {
+    if (b->device) {
+      // A batch in a ring slot (a GPU's; the host ring of the tests): the same calls on both.
       TraceScope ts(ctx.trace, "train.step.enqueue", "compute");
-      if (!b->device) throw Error("train_step on a GPU needs batches from a to_device stage (none before it?)");
       auto& h = *static_cast<DeviceBatchHandle*>(b->device.get());
       const DeviceBatch& d = *h.batch;
       // On this thread and the model's own stream: nothing is enqueued on a stream another
@@ -316,8 +149,10 @@ class TrainStep : public Stage {
       void* st = model_->context().stream;
       h.wait_copied(st);
       model_->load_inputs(d.context, d.noisy_line, d.target_offset, d.B);
-      h.release(st);  // the slot may be refilled once this copy-out ran on the GPU
+      h.release(st);  // the slot may be refilled once this copy-out ran on the device
       model_->step_inputs(d.B, *adam_);
+    } else if (backend_.is_cuda()) {
+      throw Error("train_step on a GPU needs batches from a to_device stage (none before it?)");
     } else {
       TraceScope ts(ctx.trace, "train.step", "compute");
       model_->step(b->host("context"), b->host("noisy_line"), b->host("target_offset"), B, P, L, *adam_);
@@ -491,19 +326,10 @@ class TrainStep : public Stage {
   void save(RunContext& ctx) {
     TraceScope ts(ctx.trace, "train.checkpoint", "io");
     sync_host(epoch_);
-    char name[64];
-    std::snprintf(name, sizeof name, "step_%08lld.safetensors", (long long)step_);
-    const std::string path = ckpt_dir_ + "/" + name;
-    std::map<std::string, std::string> meta{
-        {"step", std::to_string(step_)},
-        {"epoch", std::to_string(epoch_)},
-        {"position.epoch", std::to_string(pos_.epoch)},
-        {"position.index", std::to_string(pos_.index)},
-        {"position.skip", std::to_string(pos_skip_)},
-        {"seed", std::to_string(ctx.seed)},
-        {"rng", "stateless: every random draw derives from (seed, epoch, scene, line)"},
-        {"pipeline", pipeline_for_meta_},
-    };
+    const std::string path = ckpt_dir_ + "/" + checkpoint_name(step_);
+    TrainState st;
+    st.step = step_, st.epoch = epoch_, st.position = pos_, st.skip = pos_skip_, st.seed = ctx.seed;
+    const auto meta = train_metadata(st, pipeline_for_meta_);
     try {
       save_checkpoint(path, *model_, adam_.get(), meta);
     } catch (const Error& e) {
@@ -512,7 +338,7 @@ class TrainStep : public Stage {
                   (last_saved_.empty() ? "no earlier checkpoint" : "the previous one, " + last_saved_ + ", is intact") + ")");
     }
     last_saved_ = path;
-    prune();
+    prune_checkpoints(ckpt_dir_, ckpt_keep_);
     refresh_report(false);
   }
 
@@ -533,50 +359,16 @@ class TrainStep : public Stage {
     report_cost_ns_ = report_done_ns_ - t0;
   }
 
-  void prune() {
-    if (ckpt_keep_ <= 0) return;
-    std::vector<std::string> files;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(ckpt_dir_, ec)) {
-      auto n = e.path().filename().string();
-      if (n.rfind("step_", 0) == 0 && e.path().extension() == ".safetensors") files.push_back(e.path().string());
-    }
-    std::sort(files.begin(), files.end());
-    for (size_t i = 0; i + (size_t)ckpt_keep_ < files.size(); ++i) fs::remove(files[i], ec);
-  }
-
   void run_eval(RunContext& ctx, int64_t epoch) {
     TraceScope ts(ctx.trace, "train.eval", "eval");
     sync_host(epoch);
-    std::string text = make_eval_pipeline(ctx.pipeline_json, eval_root_, id, live_key_);
-    RunResult r;
-    std::string err;
-    // A fresh thread: the evaluation graph must not run inside this graph's worker task.
-    std::thread t([&] {
-      try {
-        PipelineSpec spec = parse_pipeline(text, ctx.pipeline_path + " (eval)");
-        RunOptions opt;
-        opt.quiet = true;
-        opt.device = "cpu";  // eval runs on the host copy of the weights
-        opt.cancel = ctx.interrupt;  // Ctrl-C stops the evaluation too, not after it
-        r = run_pipeline(spec, opt);
-      } catch (const std::exception& e) {
-        err = e.what();
-      }
-    });
-    t.join();
-    if (err.empty() && r.interrupted) {
+    EvalOutcome r = evaluate_live_model(ctx, eval_root_, id, live_key_);
+    if (r.interrupted) {
       say("evaluation interrupted");
       return;
     }
-    if (!err.empty() || !r.ok) throw Error("evaluation on " + eval_root_ + " failed: " + (err.empty() ? r.error : err));
-    RefineStats s;
-    report::EvalExamples examples;
-    {
-      std::lock_guard<std::mutex> lock(g_eval_mu);
-      s = g_eval_results[live_key_];
-      examples = std::move(g_eval_examples[live_key_]);
-    }
+    const RefineStats& s = r.stats;
+    report::EvalExamples& examples = r.examples;
     examples.step = step_;
     examples.epoch = epoch;
     try {
@@ -645,96 +437,42 @@ class TrainStep : public Stage {
 
 }  // namespace
 
-std::string latest_checkpoint(const std::string& dir) {
-  std::error_code ec;
-  std::string best;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    auto n = e.path().filename().string();
-    if (n.rfind("step_", 0) == 0 && e.path().extension() == ".safetensors" && e.path().string() > best)
-      best = e.path().string();
-  }
-  return best;
-}
-
-ModelConfig config_from_checkpoint(const std::string& path) {
-  auto meta = read_safetensors(path).metadata;
-  auto it = meta.find("pipeline");
-  if (it == meta.end()) return ModelConfig{};  // e.g. weights exported from PyTorch: default widths
-  // Parsed and checked like any pipeline (as infer does): a corrupt or hand-edited record is an
-  // sl::Error naming the file, not an assertion or a read of the wrong JSON type (found by
-  // fuzz/fuzz_checkpoint).
-  PipelineSpec spec = parse_pipeline(it->second, path + ": __metadata__/pipeline");
-  for (const auto& s : spec.stages)
-    if (s.type == "train_step") {
-      ModelConfig cfg = model_config_from(spec.params(s.index).get_object("model"));
-      check_checkpoint_widths(path, cfg);
-      return cfg;
-    }
-  return ModelConfig{};
-}
-
-void check_checkpoint_widths(const std::string& path, const ModelConfig& cfg) {
-  // Before a model of these widths is allocated: widths recorded in (or given for) a file must
-  // be those of its tensors, so that a corrupt record cannot make us allocate gigabytes.
-  const StFile f = read_safetensors(path);
-  for (const ParamInfo& p : make_param_table(cfg)) {
-    auto t = f.tensors.find(p.name);
-    if (t == f.tensors.end() || t->second.shape != p.shape)
-      fail(path, "the model widths of its pipeline do not match its tensors (tensor '" + p.name +
-                     (t == f.tensors.end() ? "' is missing)" : "' has another shape)"));
-  }
-}
-
 void register_train_stages(StageRegistry& r) {
-  {
-    StageSchema s;
-    s.type = "train_step";
-    s.group = "train";
-    s.doc = "LineRefiner training: forward, MSE, backward, Adam per batch; metrics, checkpoints, eval";
-    s.input = Kind::DeviceBatch;
-    s.output = Kind::None;
-    s.serial_only = true;
-    s.params = {
-        p_object("model", model_params(), "network widths (names follow DESIGN.md / PyTorch state_dict)"),
-        p_object("optimizer",
-                 {p_string("type", "adam", "optimizer", {"adam"}), p_pos_float("lr", 1e-3, "learning rate"),
-                  p_float("beta1", 0.9, "Adam beta1", 0, 1), p_float("beta2", 0.999, "Adam beta2", 0, 1),
-                  p_pos_float("eps", 1e-8, "Adam epsilon"), p_float("weight_decay", 0, "L2 weight decay (PyTorch Adam)", 0)},
-                 "optimizer settings (PyTorch Adam semantics)"),
-        p_object("checkpoint",
-                 {p_string("dir", "runs/line_refine", "checkpoint folder"),
-                  p_int("every_steps", 500, "write a checkpoint every N steps (0: only at the end)", 0),
-                  p_int("keep", 3, "keep the last K step checkpoints (0: all)", 0)},
-                 "atomic safetensors checkpoints with the data position"),
-        p_object("log",
-                 {p_pos_int("every_steps", 10, "log loss every N steps"),
-                  p_nullable_string("metrics", "JSON Lines metrics file (null: <checkpoint dir>/metrics.jsonl)"),
-                  p_string("progress", "auto", "progress display: a live line on a terminal, plain lines otherwise", {"auto", "bar", "lines"})},
-                 "metrics and progress"),
-        p_object("eval",
-                 {p_nullable_string("root", "validation folder (null: no evaluation)"),
-                  p_int("every_epochs", 5, "evaluate every N epochs (0: only at the end)", 0)},
-                 "evaluation on a held-out split, prepared by this same pipeline"),
-        p_nullable_string("init", "start from these weights (safetensors, e.g. exported from PyTorch); Adam starts fresh"),
-        p_nullable_string("resume", "continue a run from this checkpoint (\"auto\": the latest in checkpoint.dir)"),
-        p_int("max_steps", 0, "stop after N steps in total, checkpointing like an interruption (0: no limit)", 0),
-        p_string("precision", "fp32", "GPU GEMM precision (the CPU backend is always fp32)", {"fp32", "tf32"}),
-    };
-    s.factory = [](const Params& p) { return std::make_unique<TrainStep>(p); };
-    r.add(std::move(s));
-  }
-  {
-    StageSchema s;
-    s.type = "eval_step";
-    s.group = "train";
-    s.doc = "evaluates a model: MSE and mean point error (metres) of noisy vs refined lines, share improved";
-    s.input = Kind::DeviceBatch;
-    s.output = Kind::None;
-    s.serial_only = true;
-    s.params = {p_required_string("model", "checkpoint file, or a run folder (its latest checkpoint); live:<id> inside a training run")};
-    s.factory = [](const Params& p) { return std::make_unique<EvalStep>(p); };
-    r.add(std::move(s));
-  }
+  StageSchema s;
+  s.type = "train_step";
+  s.group = "train";
+  s.doc = "LineRefiner training: forward, MSE, backward, Adam per batch; metrics, checkpoints, eval";
+  s.input = Kind::DeviceBatch;
+  s.output = Kind::None;
+  s.serial_only = true;
+  s.params = {
+      p_object("model", model_param_specs(), "network widths (names follow DESIGN.md / PyTorch state_dict)"),
+      p_object("optimizer",
+               {p_string("type", "adam", "optimizer", {"adam"}), p_pos_float("lr", 1e-3, "learning rate"),
+                p_float("beta1", 0.9, "Adam beta1", 0, 1), p_float("beta2", 0.999, "Adam beta2", 0, 1),
+                p_pos_float("eps", 1e-8, "Adam epsilon"), p_float("weight_decay", 0, "L2 weight decay (PyTorch Adam)", 0)},
+               "optimizer settings (PyTorch Adam semantics)"),
+      p_object("checkpoint",
+               {p_string("dir", "runs/line_refine", "checkpoint folder"),
+                p_int("every_steps", 500, "write a checkpoint every N steps (0: only at the end)", 0),
+                p_int("keep", 3, "keep the last K step checkpoints (0: all)", 0)},
+               "atomic safetensors checkpoints with the data position"),
+      p_object("log",
+               {p_pos_int("every_steps", 10, "log loss every N steps"),
+                p_nullable_string("metrics", "JSON Lines metrics file (null: <checkpoint dir>/metrics.jsonl)"),
+                p_string("progress", "auto", "progress display: a live line on a terminal, plain lines otherwise", {"auto", "bar", "lines"})},
+               "metrics and progress"),
+      p_object("eval",
+               {p_nullable_string("root", "validation folder (null: no evaluation)"),
+                p_int("every_epochs", 5, "evaluate every N epochs (0: only at the end)", 0)},
+               "evaluation on a held-out split, prepared by this same pipeline"),
+      p_nullable_string("init", "start from these weights (safetensors, e.g. exported from PyTorch); Adam starts fresh"),
+      p_nullable_string("resume", "continue a run from this checkpoint (\"auto\": the latest in checkpoint.dir)"),
+      p_int("max_steps", 0, "stop after N steps in total, checkpointing like an interruption (0: no limit)", 0),
+      p_string("precision", "fp32", "GPU GEMM precision (the CPU backend is always fp32)", {"fp32", "tf32"}),
+  };
+  s.factory = [](const Params& p) { return std::make_unique<TrainStep>(p); };
+  r.add(std::move(s));
 }
 
 }  // namespace sl

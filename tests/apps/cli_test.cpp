@@ -18,7 +18,7 @@
 #include "graph/atomic_file.h"
 #include "graph/spec.h"
 #include "kernels/safetensors.h"
-#include "stages/train/train_step.h"
+#include "stages/train/checkpoints.h"
 #include "stages/io/kitti.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"

@@ -13,7 +13,7 @@
 #include "kernels/checkpoint.h"
 #include "kernels/model.h"
 #include "stages/train/infer.h"
-#include "stages/train/train_step.h"
+#include "stages/train/checkpoints.h"
 #include "tests/io/io_test_util.h"
 
 namespace {

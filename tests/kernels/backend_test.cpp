@@ -454,7 +454,7 @@ TEST(DeviceRing, CopiesBatchesByteExactAndReturnsHostSlots) {
 #ifdef SL_WITH_CUDA
   const ModelConfig cfg;
   const int cap = 4, P = 64, L = 8;
-  DeviceRing ring(2, cap, P, L, cfg);
+  auto ring = DeviceRing::create(Backend::cuda(0), 2, cap, P, L, cfg);
   const int64_t pc = int64_t(P) * 4, pn = int64_t(L) * 3, pt = int64_t(L) * 3;
   const size_t floats = size_t(cap) * (pc + pn + pt);
   auto make_batch = [&](int size, uint32_t seed) {
@@ -472,13 +472,13 @@ TEST(DeviceRing, CopiesBatchesByteExactAndReturnsHostSlots) {
   for (int k = 0; k < 5; ++k) {
     auto b = make_batch(k == 4 ? 3 : cap, 500 + k);  // the last one partial
     sent.push_back(b);
-    const DeviceBatch d = ring.submit(b);
+    const DeviceBatch d = ring->submit(b);
     EXPECT_EQ(d.slot, k % 2);
     EXPECT_EQ(d.B, int(b->size));
     std::vector<float> got(floats, -7.f);
     cudaStream_t cs = nullptr;
     SL_CUDA_CHECK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
-    ring.wait_copied(d, cs);
+    ring->wait_copied(d, cs);
     const std::pair<const char*, float*> t3[] = {
         {"context", d.context}, {"noisy_line", d.noisy_line}, {"target_offset", d.target_offset}};
     for (const auto& [name, dev] : t3) {
@@ -486,7 +486,7 @@ TEST(DeviceRing, CopiesBatchesByteExactAndReturnsHostSlots) {
       SL_CUDA_CHECK(cudaMemcpyAsync(got.data() + t.offset, dev, size_t(b->size) * t.per_sample * 4,
                                     cudaMemcpyDeviceToHost, cs));
     }
-    ring.release(d, cs);
+    ring->release(d, cs);
     SL_CUDA_CHECK(cudaStreamSynchronize(cs));
     cudaStreamDestroy(cs);
     for (const auto& [name, dev] : t3) {
@@ -496,12 +496,12 @@ TEST(DeviceRing, CopiesBatchesByteExactAndReturnsHostSlots) {
           << "batch " << k << " tensor " << name;
     }
   }
-  ring.synchronize();
-  EXPECT_EQ(ring.poll(), 0u);
+  ring->synchronize();
+  EXPECT_EQ(ring->poll(), 0u);
   for (auto& b : sent) EXPECT_EQ(b.use_count(), 1) << "the ring still holds a host batch";
   auto wrong = make_batch(cap, 9);
   wrong->tensors[0].shape = {cap, P + 1, 4};
-  EXPECT_THROW(ring.submit(wrong), Error);
+  EXPECT_THROW(ring->submit(wrong), Error);
 #endif
 }
 
@@ -513,7 +513,7 @@ TEST(DeviceRing, DroppedHandleReleasesItsSlot) {
 #ifdef SL_WITH_CUDA
   const ModelConfig cfg;
   const int cap = 2, P = 8, L = 4;
-  auto ring = std::make_shared<DeviceRing>(1, cap, P, L, cfg);
+  auto ring = DeviceRing::create(Backend::cuda(0), 1, cap, P, L, cfg);
   auto make_batch = [&] {
     auto b = std::make_shared<Batch>();
     b->size = cap, b->capacity = cap;

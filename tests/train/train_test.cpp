@@ -21,7 +21,7 @@
 #include "stages/io/pcd.h"
 #include "stages/train/infer.h"
 #include "stages/train/metrics.h"
-#include "stages/train/train_step.h"
+#include "stages/train/checkpoints.h"
 
 namespace sl {
 namespace {

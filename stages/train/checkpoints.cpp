@@ -1,0 +1,134 @@
+#include "stages/train/checkpoints.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+
+#include "graph/error.h"
+#include "kernels/safetensors.h"
+
+namespace sl {
+
+namespace fs = std::filesystem;
+
+std::string checkpoint_name(int64_t step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "step_%08lld.safetensors", (long long)step);
+  return name;
+}
+
+std::vector<std::string> list_checkpoints(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("step_", 0) == 0 && e.path().extension() == ".safetensors") files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string latest_checkpoint(const std::string& dir) {
+  const auto files = list_checkpoints(dir);
+  return files.empty() ? "" : files.back();
+}
+
+void prune_checkpoints(const std::string& dir, int64_t keep) {
+  if (keep <= 0) return;
+  const auto files = list_checkpoints(dir);
+  std::error_code ec;
+  for (size_t i = 0; i + size_t(keep) < files.size(); ++i) fs::remove(files[i], ec);
+}
+
+std::map<std::string, std::string> train_metadata(const TrainState& s, const std::string& pipeline_json) {
+  return {
+      {"step", std::to_string(s.step)},
+      {"epoch", std::to_string(s.epoch)},
+      {"position.epoch", std::to_string(s.position.epoch)},
+      {"position.index", std::to_string(s.position.index)},
+      {"position.skip", std::to_string(s.skip)},
+      {"seed", std::to_string(s.seed)},
+      {"rng", "stateless: every random draw derives from (seed, epoch, scene, line)"},
+      {"pipeline", pipeline_json},
+  };
+}
+
+TrainState read_train_metadata(const std::string& path, const std::map<std::string, std::string>& meta,
+                               uint64_t seed) {
+  auto value = [&](const char* k) -> const std::string& {
+    auto it = meta.find(k);
+    if (it == meta.end()) throw Error(path + ": checkpoint metadata lacks '" + std::string(k) + "'");
+    return it->second;
+  };
+  auto num = [&](const char* k) -> int64_t {
+    // The whole value, a non-negative integer: std::stoll threw std::invalid_argument, which
+    // ended the process (found by fuzz/fuzz_checkpoint).
+    const std::string& v = value(k);
+    int64_t n = -1;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n < 0)
+      throw Error(path + ": checkpoint metadata '" + k + "' is not a non-negative integer: '" + v + "'");
+    return n;
+  };
+  TrainState s;
+  s.step = num("step");
+  s.position.epoch = num("position.epoch");
+  s.position.index = num("position.index");
+  s.skip = num("position.skip");
+  s.seed = seed;
+  if (std::to_string(seed) != value("seed"))
+    throw Error(path + ": checkpoint was made with seed " + value("seed") + ", this run has seed " +
+                std::to_string(seed) + "; resuming would not continue the same run");
+  auto e = meta.find("epoch");  // informative only: older files may lack it
+  if (e != meta.end()) std::from_chars(e->second.data(), e->second.data() + e->second.size(), s.epoch);
+  return s;
+}
+
+std::vector<ParamSpec> model_param_specs() {
+  return {p_ints("encoder", {64, 128, 512}, "encoder widths (point-wise Conv1d + ReLU); the last is the global feature", 1),
+          p_ints("line_mlp", {64, 128}, "line MLP widths", 1),
+          p_ints("regressor", {256, 128}, "regressor hidden widths (a final layer to 3 follows)", 1)};
+}
+
+ModelConfig model_config_from(const Params& m) {
+  ModelConfig cfg;
+  auto ints = [](const std::vector<long long>& v) { return std::vector<int>(v.begin(), v.end()); };
+  cfg.encoder = ints(m.get_ints("encoder"));
+  cfg.line_mlp = ints(m.get_ints("line_mlp"));
+  cfg.regressor = ints(m.get_ints("regressor"));
+  if (cfg.encoder.empty() || cfg.line_mlp.empty() || cfg.regressor.empty())
+    fail(m.where(), "encoder, line_mlp and regressor each need at least one width");
+  return cfg;
+}
+
+ModelConfig config_from_checkpoint(const std::string& path) {
+  auto meta = read_safetensors(path).metadata;
+  auto it = meta.find("pipeline");
+  if (it == meta.end()) return ModelConfig{};  // e.g. weights exported from PyTorch: default widths
+  // Parsed and checked like any pipeline (as infer does): a corrupt or hand-edited record is an
+  // sl::Error naming the file, not an assertion or a read of the wrong JSON type (found by
+  // fuzz/fuzz_checkpoint).
+  PipelineSpec spec = parse_pipeline(it->second, path + ": __metadata__/pipeline");
+  for (const auto& s : spec.stages)
+    if (s.type == "train_step") {
+      ModelConfig cfg = model_config_from(spec.params(s.index).get_object("model"));
+      check_checkpoint_widths(path, cfg);
+      return cfg;
+    }
+  return ModelConfig{};
+}
+
+void check_checkpoint_widths(const std::string& path, const ModelConfig& cfg) {
+  // Before a model of these widths is allocated: widths recorded in (or given for) a file must
+  // be those of its tensors, so that a corrupt record cannot make us allocate gigabytes.
+  const StFile f = read_safetensors(path);
+  for (const ParamInfo& p : make_param_table(cfg)) {
+    auto t = f.tensors.find(p.name);
+    if (t == f.tensors.end() || t->second.shape != p.shape)
+      fail(path, "the model widths of its pipeline do not match its tensors (tensor '" + p.name +
+                     (t == f.tensors.end() ? "' is missing)" : "' has another shape)"));
+  }
+}
+
+}  // namespace sl

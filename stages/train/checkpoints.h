@@ -1,0 +1,49 @@
+// The checkpoint files of a training run: the step_*.safetensors of a folder (newest first to
+// resume, oldest pruned), the metadata a train_step checkpoint carries so that a resumed run
+// continues at the same place, and the model widths a file was trained with.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/spec.h"
+#include "graph/stage.h"
+#include "kernels/model.h"
+
+namespace sl {
+
+// "step_%08lld.safetensors": the zero padding makes name order step order.
+std::string checkpoint_name(int64_t step);
+// The step_*.safetensors files in `dir`, oldest first (an unreadable folder: none).
+std::vector<std::string> list_checkpoints(const std::string& dir);
+// The newest one ("" when none).
+std::string latest_checkpoint(const std::string& dir);
+// Removes all but the newest `keep` (keep <= 0: removes none).
+void prune_checkpoints(const std::string& dir, int64_t keep);
+
+// Where a train_step checkpoint left the run.
+struct TrainState {
+  int64_t step = 0, epoch = 0;
+  Position position;      // the next source item to train on
+  int64_t skip = 0;       // samples of that item already trained
+  uint64_t seed = 0;
+};
+// The __metadata__ of a train_step checkpoint (with the resolved pipeline, for infer and eval).
+std::map<std::string, std::string> train_metadata(const TrainState& s, const std::string& pipeline_json);
+// Reads it back; throws sl::Error naming `path` and the key when one is missing or is not a
+// non-negative integer, or when the checkpoint was made with another seed than `seed`.
+TrainState read_train_metadata(const std::string& path, const std::map<std::string, std::string>& meta,
+                               uint64_t seed);
+
+// The train_step "model" object: its schema and the widths it describes.
+std::vector<ParamSpec> model_param_specs();
+ModelConfig model_config_from(const Params& model_params);
+// The model widths a checkpoint was trained with (from its recorded pipeline; defaults when the
+// file has none, e.g. weights exported from PyTorch).
+ModelConfig config_from_checkpoint(const std::string& path);
+// Throws sl::Error naming the file unless it holds every parameter of `cfg` with its shape:
+// checked before a model of those widths is allocated.
+void check_checkpoint_widths(const std::string& path, const ModelConfig& cfg);
+
+}  // namespace sl

@@ -1,0 +1,206 @@
+#include "stages/train/eval_step.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "graph/engine.h"
+#include "graph/error.h"
+#include "graph/spec.h"
+#include "kernels/checkpoint.h"
+#include "stages/batching/batch.h"
+#include "stages/train/checkpoints.h"
+
+namespace sl {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_live_key(const std::string& key) { return key.rfind("live:", 0) == 0; }
+
+// Live models, and the results of their evaluations until evaluate_live_model collects them.
+std::mutex g_live_mu;
+std::map<std::string, const LineRefiner*> g_live;
+std::map<std::string, EvalOutcome> g_results;
+
+const LineRefiner* live_model(const std::string& key) {
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  auto it = g_live.find(key);
+  return it == g_live.end() ? nullptr : it->second;
+}
+
+class EvalStep : public Stage {
+ public:
+  explicit EvalStep(const Params& p) : model_key_(p.get_string("model")), where_(p.where("model")) {}
+  void start(RunContext& ctx) override {
+    if (is_live_key(model_key_)) {
+      model_ = live_model(model_key_);
+      if (!model_) fail(where_, "no live model '" + model_key_ + "' (only a running trainer publishes one)");
+      return;
+    }
+    std::string path = model_key_;
+    if (fs::is_directory(path)) {
+      path = latest_checkpoint(model_key_);
+      if (path.empty()) fail(where_, "no step_*.safetensors checkpoint in '" + model_key_ + "'");
+    }
+    // The widths from the checkpoint's own pipeline, so a model of any widths loads.
+    owned_ = std::make_unique<LineRefiner>(config_from_checkpoint(path), 0);
+    load_checkpoint(path, *owned_, nullptr, nullptr);
+    if (!ctx.quiet) std::fprintf(stderr, "eval_step: %s\n", path.c_str());
+    model_ = owned_.get();
+  }
+  void process(Item in, const Position&, Emitter&, RunContext&) override {
+    const auto& b = std::get<std::shared_ptr<Batch>>(in);
+    if (!b->slot) throw Error("eval_step reads batches on the host; run its pipeline with \"device\": \"cpu\"");
+    const auto& ctxt = b->tensor("context");
+    const int B = (int)b->size, P = (int)ctxt.shape[1], C = (int)ctxt.shape[2];
+    const int L = (int)b->tensor("noisy_line").shape[1];
+    const float* context = b->host("context");
+    const float* noisy = b->host("noisy_line");
+    const float* target = b->host("target_offset");
+    const float* truth = b->host("true_line");
+    // The model's workspace is per call here: eval of a live model runs while its trainer waits.
+    LineRefiner& m = const_cast<LineRefiner&>(*model_);
+    pred_.resize((size_t)B * L * 3);
+    m.forward(context, noisy, B, P, L, pred_.data());
+    auto& ex = out_.examples;
+    for (int i = 0; i < B && ex.lines.size() < report::kReportExamples; ++i)
+      if (report::is_new_line(ex, b->scene_index[i], b->line_index[i]))
+        ex.lines.push_back(report::make_eval_example(context + (size_t)i * P * C, P, C, noisy + (size_t)i * L * 3,
+                                                     pred_.data() + (size_t)i * L * 3, truth + (size_t)i * L * 3, L,
+                                                     b->scene_index[i], b->line_index[i]));
+    for (int i = 0; i < B; ++i) {
+      const size_t o = (size_t)i * L * 3;
+      out_.stats.add(noisy + o, pred_.data() + o, target + o, truth + o, L);
+    }
+  }
+  void finish(RunContext& ctx) override {
+    const RefineStats& s = out_.stats;
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "eval: %lld lines, mse %.5f, mean point error %.3f m -> %.3f m (%.0f%% of the noisy input), %.0f%% "
+                  "of lines improved",
+                  (long long)s.lines, s.mse(), s.mean_before(), s.mean_after(),
+                  s.mean_before() > 0 ? 100 * s.mean_after() / s.mean_before() : 0.0, 100 * s.improved_share());
+    ctx.add_summary(buf);
+    if (!is_live_key(model_key_)) return;  // a checkpoint's evaluation is its summary line
+    std::lock_guard<std::mutex> lock(g_live_mu);
+    g_results[model_key_] = std::move(out_);
+  }
+
+ private:
+  std::string model_key_, where_;
+  const LineRefiner* model_ = nullptr;
+  std::unique_ptr<LineRefiner> owned_;
+  std::vector<float> pred_;
+  EvalOutcome out_;
+};
+
+}  // namespace
+
+std::string publish_live_model(const LineRefiner* m) {
+  char key[64];
+  std::snprintf(key, sizeof key, "live:%p", (const void*)m);
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  g_live[key] = m;
+  return key;
+}
+
+void retract_live_model(const std::string& key) {
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  g_live.erase(key);
+  g_results.erase(key);
+}
+
+std::string make_eval_pipeline(const std::string& pipeline_json, const std::string& root, const std::string& sink_id,
+                               const std::string& live_key) {
+  rapidjson::Document d;
+  d.Parse(pipeline_json.c_str());
+  if (d.HasParseError() || !d.IsObject()) throw Error("eval: the run's pipeline JSON does not parse");
+  auto& a = d.GetAllocator();
+  d["epochs"].SetInt(1);
+  d["device"].SetString("cpu", a);
+  std::string name = std::string(d["name"].GetString()) + "_eval";
+  d["name"].SetString(name.c_str(), a);
+  for (auto& s : d["stages"].GetArray()) {
+    std::string type = s["type"].GetString();
+    auto& p = s["params"];
+    if (type == "scan_dataset") {
+      p["root"].SetString(root.c_str(), a);
+      p["shuffle"].SetBool(false);
+      p["limit"].SetInt(0);
+    } else if (type == "batch") {
+      p["drop_last"].SetBool(false);
+      bool has_truth = false;
+      for (auto& k : p["keys"].GetArray()) has_truth |= std::string(k.GetString()) == "true_line";
+      if (!has_truth) p["keys"].PushBack(rapidjson::Value("true_line", a), a);
+    } else if (s["id"].GetString() == sink_id) {
+      s["type"].SetString("eval_step", a);
+      rapidjson::Value np(rapidjson::kObjectType);
+      np.AddMember("model", rapidjson::Value(live_key.c_str(), a), a);
+      s["params"] = np;
+      s["on_error"].SetString("fail", a);
+    }
+  }
+  rapidjson::StringBuffer sb;
+  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+  d.Accept(w);
+  return sb.GetString();
+}
+
+EvalOutcome evaluate_live_model(const RunContext& ctx, const std::string& root, const std::string& sink_id,
+                                const std::string& live_key) {
+  const std::string text = make_eval_pipeline(ctx.pipeline_json, root, sink_id, live_key);
+  RunResult r;
+  std::string err;
+  std::thread t([&] {
+    try {
+      PipelineSpec spec = parse_pipeline(text, ctx.pipeline_path + " (eval)");
+      RunOptions opt;
+      opt.quiet = true;
+      opt.device = "cpu";          // eval runs on the host copy of the weights
+      opt.cancel = ctx.interrupt;  // Ctrl-C stops the evaluation too, not after it
+      r = run_pipeline(spec, opt);
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+  });
+  t.join();
+  EvalOutcome out;
+  if (err.empty() && r.interrupted) {
+    out.interrupted = true;
+    return out;
+  }
+  if (!err.empty() || !r.ok) throw Error("evaluation on " + root + " failed: " + (err.empty() ? r.error : err));
+  {
+    std::lock_guard<std::mutex> lock(g_live_mu);
+    auto it = g_results.find(live_key);
+    if (it == g_results.end()) throw Error("evaluation on " + root + " produced no result for " + live_key);
+    out = std::move(it->second);
+    g_results.erase(it);
+  }
+  out.skips = std::move(r.skips);
+  return out;
+}
+
+void register_eval_stage(StageRegistry& r) {
+  StageSchema s;
+  s.type = "eval_step";
+  s.group = "train";
+  s.doc = "evaluates a model: MSE and mean point error (metres) of noisy vs refined lines, share improved";
+  s.input = Kind::DeviceBatch;
+  s.output = Kind::None;
+  s.serial_only = true;
+  s.params = {p_required_string("model", "checkpoint file, or a run folder (its latest checkpoint); live:<id> inside a training run")};
+  s.factory = [](const Params& p) { return std::make_unique<EvalStep>(p); };
+  r.add(std::move(s));
+}
+
+}  // namespace sl

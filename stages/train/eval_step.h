@@ -1,0 +1,45 @@
+// eval_step (sink): MSE and the refinement error in metres of a model on a split -- a
+// checkpoint (`streamline eval`) or, inside a training run, the trainer's live model.
+//
+// Evaluation reuses the run's own pipeline: the same stages and params with the source pointed
+// at the validation folder, unshuffled, one epoch, no dropped samples, and the trainer replaced
+// by eval_step reading the live model -- so validation data is prepared exactly like training data.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "graph/stage.h"
+#include "kernels/model.h"
+#include "report/eval_examples.h"
+#include "stages/train/metrics.h"
+
+namespace sl {
+
+class StageRegistry;
+
+// The evaluation pipeline of a run: the source pointed at `root` (unshuffled, one epoch), the
+// last batch kept, "true_line" batched, and the sink `sink_id` replaced by eval_step(model_key).
+std::string make_eval_pipeline(const std::string& pipeline_json, const std::string& root, const std::string& sink_id,
+                               const std::string& model_key);
+
+// A model an in-process evaluation may read, under the key "live:<address>" (eval_step's
+// "model" param), until it is retracted.
+std::string publish_live_model(const LineRefiner* model);
+void retract_live_model(const std::string& key);
+
+struct EvalOutcome {
+  bool interrupted = false;  // the user's Ctrl-C stopped it (stats are partial)
+  RefineStats stats;
+  report::EvalExamples examples;
+  std::vector<SkipRecord> skips;
+};
+// Evaluates the live model `live_key` on `root` with the run's own pipeline (make_eval_pipeline
+// of ctx.pipeline_json, the sink `sink_id` replaced), on the host, on a thread of its own (a
+// graph must not run inside another graph's worker task). Ctrl-C (ctx.interrupt) stops it.
+// Throws sl::Error when the evaluation fails.
+EvalOutcome evaluate_live_model(const RunContext& ctx, const std::string& root, const std::string& sink_id,
+                                const std::string& live_key);
+
+void register_eval_stage(StageRegistry& r);
+
+}  // namespace sl
