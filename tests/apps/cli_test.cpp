@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -70,8 +71,9 @@ TEST(Cli, GenDataWritesTheScenesAndSaysWhatItWrote) {
 }
 
 // A new dataset format is a swapped reader and one line of the pipeline: the shipped training
-// pipeline's KITTI twin trains on gen-data --format bin (tiny model and data: a few seconds).
-TEST(Cli, GenDataFormatBinThenTheKittiTrainPipelineRunsToTheEnd) {
+// pipeline's KITTI twin, on gen-data --format bin, trains to the same weights and evaluation as
+// the PCD pipeline on the same scenes (tiny model and data: a few seconds).
+TEST(Cli, GenDataFormatBinThenTheKittiTwinTrainsExactlyLikeThePcdPipeline) {
   test::TempDir dir;
   const std::string root = dir.path("kitti");
   auto r = run_cli(dir, "gen-data " + q(root) + " --seed 5 --train 2 --val 1 --format bin");
@@ -82,7 +84,7 @@ TEST(Cli, GenDataFormatBinThenTheKittiTrainPipelineRunsToTheEnd) {
   ASSERT_TRUE(fs::is_regular_file(root + "/train/scene_0000.json"));
   // N x 4 float32, and the same cloud the PCD dataset of the same seed holds.
   const std::string pcd_root = dir.path("pcd");
-  ASSERT_EQ(run_cli(dir, "gen-data " + q(pcd_root) + " --seed 5 --train 1 --val 0").code, 0);
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(pcd_root) + " --seed 5 --train 2 --val 1").code, 0);
   const PointCloud from_pcd = read_pcd(pcd_root + "/train/scene_0000.pcd", PcdReadOptions{});
   ASSERT_EQ(fs::file_size(bin), from_pcd.size() * 16);
   const PointCloud from_bin = read_kitti_bin(bin);
@@ -90,17 +92,39 @@ TEST(Cli, GenDataFormatBinThenTheKittiTrainPipelineRunsToTheEnd) {
   for (int c = 0; c < 4; ++c) EXPECT_TRUE(from_bin.columns[c] == from_pcd.columns[c]) << "column " << c;
   EXPECT_NE(r.out.find("wrote 3 scenes ("), std::string::npos) << r.out;
 
-  const std::string ckpt = dir.path("ckpt");
-  r = run_cli(dir, "run " + q(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train_kitti.json") +
-                       " --set scan.root=" + q(root + "/train") + " --set train.eval.root=" + q(root + "/val") +
-                       " --set epochs=1 --set train.checkpoint.dir=" + q(ckpt) +
-                       " --set 'train.model.encoder=[8,8,16]' --set 'train.model.line_mlp=[8,8]'"
-                       " --set 'train.model.regressor=[16,8]' --set train.eval.every_epochs=1"
-                       " --set resample.points=64 --set perturb.points=8 --set batch.size=8 -q");
+  // Both twins, the same settings: the swapped reader gives the same training, bit for bit.
+  auto train = [&](const std::string& pipeline, const std::string& data, const std::string& ckpt) {
+    return run_cli(dir, "run " + q(std::string(SL_SOURCE_DIR) + "/pipelines/" + pipeline) +
+                            " --set scan.root=" + q(data + "/train") + " --set train.eval.root=" + q(data + "/val") +
+                            " --set epochs=1 --set train.checkpoint.dir=" + q(ckpt) +
+                            " --set 'train.model.encoder=[8,8,16]' --set 'train.model.line_mlp=[8,8]'"
+                            " --set 'train.model.regressor=[16,8]' --set train.eval.every_epochs=1"
+                            " --set resample.points=64 --set perturb.points=8 --set batch.size=8 -q");
+  };
+  r = train("line_refine_train_kitti.json", root, dir.path("ckpt_bin"));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  bool wrote_checkpoint = false;
-  for (const auto& e : fs::directory_iterator(ckpt)) wrote_checkpoint |= e.path().extension() == ".safetensors";
-  EXPECT_TRUE(wrote_checkpoint);
+  const auto p = train("line_refine_train.json", pcd_root, dir.path("ckpt_pcd"));
+  ASSERT_EQ(p.code, 0) << p.out << p.err;
+  const std::string from_bin_ckpt = latest_checkpoint(dir.path("ckpt_bin"));
+  const std::string from_pcd_ckpt = latest_checkpoint(dir.path("ckpt_pcd"));
+  ASSERT_FALSE(from_bin_ckpt.empty());
+  ASSERT_FALSE(from_pcd_ckpt.empty());
+  EXPECT_EQ(fs::path(from_bin_ckpt).filename(), fs::path(from_pcd_ckpt).filename()) << "the same number of steps";
+  const StFile a = read_safetensors(from_bin_ckpt), b = read_safetensors(from_pcd_ckpt);
+  EXPECT_NE(std::stoll(a.metadata.at("step")), 0);
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (const auto& [name, t] : a.tensors) EXPECT_TRUE(t.bytes == b.tensors.at(name).bytes) << name;
+  // ... and the same evaluation on the held-out scene.
+  auto eval_line = [](const std::string& ckpt_dir) {
+    std::ifstream f(ckpt_dir + "/metrics.jsonl");
+    std::string line, last;
+    while (std::getline(f, line))
+      if (line.find("\"type\":\"eval\"") != std::string::npos) last = line;
+    return last;
+  };
+  const std::string eb = eval_line(dir.path("ckpt_bin"));
+  EXPECT_NE(eb.find("\"lines\":"), std::string::npos) << "no eval line";
+  EXPECT_EQ(eb, eval_line(dir.path("ckpt_pcd")));
 }
 
 TEST(Cli, GenDataWithABadNumberIsAUsageError) {

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -162,6 +165,43 @@ TEST(Checkpoint, RejectsEveryBadCaseNamingFileAndTensor) {
   // Adam of the wrong size
   Adam small_adam(10);
   expect_load_error(good, m, &small_adam, "the Adam given has 10 elements");
+}
+
+// A checkpoint as PyTorch users load it: the model tensors go into the PyTorch LineRefiner with
+// load_state_dict(strict=True), the Adam state mirrors every parameter, and the loaded model
+// predicts what ours predicted (Debian's python3-torch; skipped, saying so, without it).
+TEST(Checkpoint, LoadsIntoPyTorchStrictlyAndPredictsTheSame) {
+  LineRefiner model{ModelConfig{}, 21};
+  Adam adam{model.num_params()};
+  const int B = 2, P = 64, L = 8;
+  auto ctx = test::random_vec<float>(B * P * 4, 4), line = test::random_vec<float>(B * L * 3, 5),
+       tgt = test::random_vec<float>(B * L * 3, 6);
+  for (int s = 0; s < 2; ++s) {  // trained weights and a non-zero Adam state
+    model.forward_backward(ctx.data(), line.data(), tgt.data(), B, P, L);
+    adam.step(model.param_data(), model.grad_data());
+  }
+  std::vector<float> pred(size_t(B) * L * 3);
+  model.forward(ctx.data(), line.data(), B, P, L, pred.data());
+  const std::string ckpt = tmp_path("torch.safetensors"), io = tmp_path("torch_io.safetensors");
+  save_checkpoint(ckpt, model, &adam, {{"step", "2"}});
+  StFile f;
+  f.tensors["input.context"] = st_view_f32(ctx.data(), {B, P, 4});
+  f.tensors["input.noisy_line"] = st_view_f32(line.data(), {B, L, 3});
+  f.tensors["output.pred"] = st_view_f32(pred.data(), {B, L, 3});
+  write_safetensors(io, f);
+
+  const std::string cmd = "/usr/bin/python3 " + std::string(SL_SOURCE_DIR) + "/tests/kernels/torch_load_checkpoint.py " +
+                          ckpt + " " + io + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[512];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = ::pclose(p);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << out;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("STRICT LOAD OK"), std::string::npos) << out;
 }
 
 }  // namespace

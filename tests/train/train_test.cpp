@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 
 #include <rapidjson/document.h>
 
@@ -22,6 +23,7 @@
 #include "stages/train/infer.h"
 #include "stages/train/metrics.h"
 #include "stages/train/checkpoints.h"
+#include "stages/train/eval_step.h"
 
 namespace sl {
 namespace {
@@ -158,15 +160,57 @@ TEST_F(TrainRun, UnwritableCheckpointFolderFailsBeforeTraining) {
   }
 }
 
-TEST_F(TrainRun, EvalReportsRefinementErrorsAndSummaries) {
+// The evaluations inside a run (after epoch 2 of 3, and at the end) report what an evaluation of
+// the final checkpoint on its own reports: same lines, same errors.
+TEST_F(TrainRun, EvalInsideTheRunMatchesAnEvaluationOfTheFinalCheckpoint) {
   auto r = train(dir("eval"), 2);
   ASSERT_TRUE(r.ok) << r.error;
+  std::vector<rapidjson::Document> evals;
+  int train_lines = 0;
+  std::istringstream metrics(read_file(dir("eval") + "/metrics.jsonl"));
+  for (std::string line; std::getline(metrics, line);) {
+    rapidjson::Document d;
+    d.Parse(line.c_str());
+    ASSERT_FALSE(d.HasParseError()) << line;
+    const std::string type = d["type"].GetString();
+    if (type == "eval") evals.push_back(std::move(d));
+    else train_lines += type == "train";
+  }
+  EXPECT_GT(train_lines, 0);
+  ASSERT_EQ(evals.size(), 2u) << "every_epochs=2 of 3 epochs: one evaluation after epoch 2, one at the end";
+  EXPECT_EQ(evals[0]["epoch"].GetInt(), 1);
+  EXPECT_EQ(evals[1]["epoch"].GetInt(), 2);
+  const int64_t lines = evals[0]["lines"].GetInt64();
+  EXPECT_GT(lines, 0);
+  EXPECT_EQ(evals[1]["lines"].GetInt64(), lines) << "the same validation lines each time";
+  // The noisy input is seeded by (seed, epoch 0, scene, line): its error does not change.
+  EXPECT_DOUBLE_EQ(evals[1]["err_before_m"].GetDouble(), evals[0]["err_before_m"].GetDouble());
+  EXPECT_NE(evals[1]["err_after_m"].GetDouble(), evals[0]["err_after_m"].GetDouble()) << "the weights changed";
+
+  // The final checkpoint, evaluated on its own through the same pipeline.
+  const std::string last = latest_checkpoint(dir("eval"));
+  const StFile f = read_safetensors(last);
+  EXPECT_EQ(f.metadata.at("step"), std::to_string(evals[1]["step"].GetInt64()));
+  LineRefiner model(config_from_checkpoint(last));
+  load_checkpoint(last, model, nullptr, nullptr);
+  const std::string key = publish_live_model(&model);
+  RunContext ctx;
+  ctx.pipeline_json = f.metadata.at("pipeline");
+  const EvalOutcome alone = evaluate_live_model(ctx, (root_ / "val").string(), "train", key);
+  retract_live_model(key);
+  EXPECT_EQ(alone.stats.lines, lines);
+  auto near6 = [](double a, double b) { return std::abs(a - b) <= 1e-5 * std::max(std::abs(b), 1e-12); };  // %.6g
+  EXPECT_PRED2(near6, evals[1]["mse"].GetDouble(), alone.stats.mse());
+  EXPECT_PRED2(near6, evals[1]["err_before_m"].GetDouble(), alone.stats.mean_before());
+  EXPECT_PRED2(near6, evals[1]["err_after_m"].GetDouble(), alone.stats.mean_after());
+  EXPECT_NEAR(evals[1]["improved"].GetDouble(), alone.stats.improved_share(), 5e-5);  // %.4f
+  EXPECT_EQ(alone.examples.lines.size(), std::min<size_t>(report::kReportExamples, size_t(lines)));
+  // The run's last summary says the same.
   bool saw = false;
-  for (const auto& s : r.summaries) saw |= s.find("mean point error") != std::string::npos;
-  EXPECT_TRUE(saw);
-  std::string metrics = read_file(dir("eval") + "/metrics.jsonl");
-  EXPECT_NE(metrics.find("\"type\":\"eval\""), std::string::npos);
-  EXPECT_NE(metrics.find("\"type\":\"train\""), std::string::npos);
+  char want[64];
+  std::snprintf(want, sizeof want, "%lld val lines", (long long)lines);
+  for (const auto& s : r.summaries) saw |= s.find(want) != std::string::npos;
+  EXPECT_TRUE(saw) << "no summary with '" << want << "'";
 }
 
 TEST(RefineMetrics, PointToPolylineAndStatsOnKnownGeometry) {
