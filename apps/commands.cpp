@@ -17,7 +17,7 @@
 #include "kernels/gemm.h"
 #include "report/report.h"
 #include "stages/io/inspect.h"
-#include "stages/io/kitti.h"
+#include "stages/io/formats.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/mapped_file.h"
 #include "stages/io/pcd.h"
@@ -55,18 +55,12 @@ Commands& commands() {
   return c;
 }
 
-std::string ext_lower(const fs::path& p) {
-  std::string e = p.extension().string();
-  for (char& ch : e) ch = char(std::tolower((unsigned char)ch));
-  return e;
-}
-
 // Points of a cloud file for drawing: x, y, z and intensity when the file has it (the renderer
 // draws points without intensity mid-gray). Invalid (NaN) points are dropped.
 PointCloud read_cloud_for_render(const std::string& path) {
-  const std::string ext = ext_lower(path);
-  if (ext == ".bin") return read_kitti_bin(path);
-  if (ext != ".pcd") fail(path, "unknown cloud type '" + ext + "' (expected .pcd or .bin)");
+  const CloudFormat* format = format_of_path(path);
+  if (!format) fail(path, "unknown cloud file type (expected one of " + cloud_extensions_text() + ")");
+  if (format->name != "pcd") return format->decode(path, true, nullptr);
   MappedFile f(path);
   const PcdHeader h = parse_pcd_header(f.data(), f.size(), path);
   PcdReadOptions opt;
@@ -82,10 +76,10 @@ std::string num(double v) {
   return b;
 }
 
-// The sibling of `p` with another extension, when it exists.
-std::optional<std::string> sibling(const fs::path& p, std::initializer_list<const char*> exts) {
-  for (const char* e : exts) {
-    fs::path s = p.parent_path() / (p.stem().string() + e);
+// The sibling of `p` (stem `stem`) with another extension, when it exists.
+std::optional<std::string> sibling(const fs::path& p, const std::string& stem, const std::vector<std::string>& exts) {
+  for (const std::string& e : exts) {
+    fs::path s = p.parent_path() / (stem + e);
     std::error_code ec;
     if (fs::is_regular_file(s, ec)) return s.string();
   }
@@ -110,9 +104,9 @@ int cmd_gen_data(const GenArgs& a) {
       char name[32];
       std::snprintf(name, sizeof name, "scene_%04d", k);
       const fs::path base = fs::path(a.root) / split / name;
-      const std::string cloud = base.string() + "." + a.format, json = base.string() + ".json";
-      MappedFile f(cloud);
-      sp += a.format == "bin" ? (int64_t)(f.size() / 16) : parse_pcd_header(f.data(), f.size(), cloud).points;
+      const CloudFormat& format = cloud_format(a.format, "gen-data --format");
+      const std::string cloud = base.string() + format.extension, json = base.string() + ".json";
+      sp += format.count(cloud);
       sn += (int64_t)read_lines_json(json).lines.size();
       bytes += fs::file_size(cloud) + fs::file_size(json);
     }
@@ -141,7 +135,9 @@ int cmd_inspect(const InspectArgs& a) {
   if (r.format == "lines_json") {
     lines = read_lines_json(a.file).lines;
     lines_from = a.file;
-    if (auto c = sibling(a.file, {".pcd", ".bin"})) {
+    std::vector<std::string> exts;
+    for (const auto& f : cloud_formats()) exts.push_back(f.extension);
+    if (auto c = sibling(a.file, fs::path(a.file).stem().string(), exts)) {
       cloud = read_cloud_for_render(*c);
       cloud_from = *c;
     } else {
@@ -154,7 +150,10 @@ int cmd_inspect(const InspectArgs& a) {
   } else {
     cloud = read_cloud_for_render(a.file);
     cloud_from = a.file;
-    std::optional<std::string> lp = a.lines.empty() ? sibling(a.file, {".json"}) : std::optional<std::string>(a.lines);
+    const CloudFormat* format = format_of_path(a.file);
+    const std::string stem = format ? cloud_stem(a.file, *format) : fs::path(a.file).stem().string();
+    std::optional<std::string> lp =
+        a.lines.empty() ? sibling(a.file, stem, {".json"}) : std::optional<std::string>(a.lines);
     if (lp) {
       lines = read_lines_json(*lp).lines;
       lines_from = *lp;
@@ -190,15 +189,17 @@ void prepare_process(int argc, char** argv) { ensure_blas_env(argc, argv); }
 
 void add_commands(CLI::App& app) {
   Commands& c = commands();
-  c.gen = app.add_subcommand("gen-data", "generate the synthetic LiDAR dataset: ROOT/{train,val}/scene_NNNN.{pcd|bin,json}");
+  c.gen = app.add_subcommand("gen-data", "generate the synthetic LiDAR dataset: ROOT/{train,val}/scene_NNNN.{<cloud>,json}");
   c.gen->add_option("root", c.g.root, "output folder")->required();
   c.gen->add_option("--seed", c.g.seed, "dataset seed (the bytes depend only on the seed and the counts)");
   c.gen->add_option("--train", c.g.train, "training scenes")->check(CLI::NonNegativeNumber);
   c.gen->add_option("--val", c.g.val, "validation scenes")->check(CLI::NonNegativeNumber);
-  c.gen->add_option("--format", c.g.format, "cloud files: pcd (DATA binary) or bin (KITTI velodyne: N x 4 float32 x y z intensity)")
-      ->check(CLI::IsMember({"pcd", "bin"}));
+  c.gen->add_option("--format", c.g.format,
+                    "cloud files: pcd (DATA binary), bin (KITTI: N x 4 float32), nuscenes (.pcd.bin: N x 5 float32, "
+                    "ring 0) or ply (binary little-endian)")
+      ->check(CLI::IsMember(cloud_format_names()));
 
-  c.inspect = app.add_subcommand("inspect", "what a .pcd, KITTI .bin or lines .json file holds; optionally a top-down PNG");
+  c.inspect = app.add_subcommand("inspect", "what a cloud (" + cloud_extensions_text() + ") or lines .json file holds; optionally a top-down PNG");
   c.inspect->add_option("file", c.i.file, "the file to inspect")->required();
   c.inspect->add_flag("--json", c.i.json, "machine-readable output (NaN statistics as null)");
   c.inspect->add_option("--render", c.i.render, "also write a top-down intensity PNG of the cloud with its lines");

@@ -23,7 +23,7 @@
 #include "graph/spec.h"
 #include "report/report.h"
 #include "stages/device/device.h"
-#include "stages/io/kitti.h"
+#include "stages/io/formats.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"
 #include "stages/train/infer.h"
@@ -134,11 +134,11 @@ int cmd_infer(std::string checkpoint, const std::string& cloud_path, std::string
     if (latest.empty()) throw Error(checkpoint + ": no step_*.safetensors checkpoint in this folder");
     checkpoint = latest;
   }
+  const CloudFormat* format = format_of_path(cloud_path);
+  if (!format) fail(cloud_path, "unknown cloud file type (expected one of " + cloud_extensions_text() + ")");
   if (lines_path.empty())
-    lines_path = (std::filesystem::path(cloud_path).parent_path() / (std::filesystem::path(cloud_path).stem().string() + ".json")).string();
-  PointCloud cloud = std::filesystem::path(cloud_path).extension() == ".bin"
-                         ? read_kitti_bin(cloud_path)
-                         : read_pcd(cloud_path, PcdReadOptions{});
+    lines_path = (std::filesystem::path(cloud_path).parent_path() / (cloud_stem(cloud_path, *format) + ".json")).string();
+  PointCloud cloud = format->decode(cloud_path, true, nullptr);
   LinesFile lines = read_lines_json(lines_path);
   InferReport rep;
   LinesFile refined = refine_lines(checkpoint, cloud, lines, pipeline.empty() ? "" : read_file(pipeline), &rep);
@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
   std::string ckpt, cloud, lines_in, out, infer_pipeline;
   auto* infer = app.add_subcommand("infer", "refine the lines of a scene with a trained checkpoint; writes lines JSON");
   infer->add_option("--checkpoint", ckpt, "checkpoint file, or a run folder (its latest checkpoint)")->required();
-  infer->add_option("--cloud", cloud, "the scene: .pcd or KITTI .bin")->required();
+  infer->add_option("--cloud", cloud, "the scene: a cloud of any format (" + sl::cloud_extensions_text() + ")")->required();
   infer->add_option("--lines", lines_in, "lines JSON to refine (default: <stem>.json beside the cloud)");
   infer->add_option("--out", out, "where to write the refined lines JSON")->required();
   infer->add_option("--pipeline", infer_pipeline, "training pipeline for the preprocessing (default: the one recorded in the checkpoint)");

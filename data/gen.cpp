@@ -11,7 +11,7 @@
 #include "graph/error.h"
 #include "stages/geometry/rng.h"
 #include "stages/io/lines_json.h"
-#include "stages/io/kitti.h"
+#include "stages/io/formats.h"
 #include "stages/io/pcd.h"
 
 namespace sl {
@@ -353,8 +353,7 @@ SyntheticScene generate_scene(const GenConfig& cfg, uint64_t seed) {
 }
 
 void generate_dataset(const std::string& root, const GenConfig& cfg) {
-  if (cfg.cloud_format != "pcd" && cfg.cloud_format != "bin")
-    fail(root, "unknown cloud format '" + cfg.cloud_format + "' (expected pcd or bin)");
+  const CloudFormat& format = cloud_format(cfg.cloud_format, root);
   struct Job { int split, index; };
   std::vector<Job> jobs;
   for (int i = 0; i < cfg.train_scenes; ++i) jobs.push_back({0, i});
@@ -370,8 +369,7 @@ void generate_dataset(const std::string& root, const GenConfig& cfg) {
     std::snprintf(name, sizeof name, "scene_%04d", job.index);
     const std::string base = root + (job.split == 0 ? "/train/" : "/val/") + name;
     const SyntheticScene sc = generate_scene(cfg, scene_seed(cfg, job.split, job.index));
-    if (cfg.cloud_format == "bin") write_kitti_bin(base + ".bin", sc.cloud);  // N x 4 float32, atomic
-    else write_pcd(base + ".pcd", sc.cloud, PcdDataMode::Binary);           // x y z intensity, F 4, atomic
+    format.write(base + format.extension, sc.cloud);  // x y z intensity, atomic
     write_lines_json(base + ".json", LinesFile{name, sc.lines});
   });
 }

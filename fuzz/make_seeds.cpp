@@ -127,6 +127,29 @@ void kitti_seeds() {
   save("kitti", "nan3", read_file(tmp));
 }
 
+void ply_seeds() {
+  const std::string tmp = fuzz::scratch_dir() + "/seed.ply";
+  PointCloud c = random_cloud(6, {"x", "y", "z", "intensity"}, 5);
+  c.columns[0][2] = std::nanf("");
+  write_ply(tmp, c, false);
+  save("ply", "ascii6_nan", read_file(tmp));
+  write_ply(tmp, c, true);
+  save("ply", "binary6_nan", read_file(tmp));
+  // Other elements around the vertices, every type spelling, a list, CRLF in the header.
+  std::string b =
+      "ply\r\nformat binary_little_endian 1.0\r\ncomment seed\r\nelement material 1\r\nproperty uchar r\r\n"
+      "element vertex 2\r\nproperty double x\r\nproperty float32 y\r\nproperty int16 z\r\nproperty uint scalar\r\n"
+      "element face 1\r\nproperty list uchar int vertex_indices\r\nend_header\r\n";
+  put(b, uint8_t(3));
+  for (int i = 0; i < 2; ++i) put(b, double(i) + 0.5), put(b, float(-i)), put(b, int16_t(7 * i)), put(b, uint32_t(9 + i));
+  put(b, uint8_t(2)), put(b, int32_t(0)), put(b, int32_t(1));
+  save("ply", "elements_types", b);
+  save("ply", "ascii_faces",
+       "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\nproperty float z\n"
+       "property uchar intensity\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n"
+       "0 0 0 1\n1 0 0 2\n0 1 0 3\n3 0 1 2\n");
+}
+
 void lines_seeds() {
   const std::string tmp = fuzz::scratch_dir() + "/seed.json";
   LinesFile lf;
@@ -211,6 +234,7 @@ int main(int argc, char** argv) {
   g_out = argv[1];
   pcd_seeds();
   kitti_seeds();
+  ply_seeds();
   lines_seeds();
   pipeline_seeds();
   checkpoint_seeds();

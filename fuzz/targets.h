@@ -30,6 +30,7 @@
 #include "kernels/safetensors.h"
 #include "stages/io/inspect.h"
 #include "stages/io/kitti.h"
+#include "stages/io/ply.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"
 #include "stages/io/samples.h"
@@ -104,7 +105,8 @@ inline void pcd(const uint8_t* data, size_t size) {
   }
 }
 
-// KITTI .bin: read_kitti_bin maps the file, so the input goes through a file.
+// Headerless float32 records: KITTI .bin (N x 4) and nuScenes .pcd.bin (N x 5). The readers map
+// the file, so the input goes through a file.
 inline void kitti(const uint8_t* data, size_t size) {
   const std::string path = write_input("scan.bin", data, size);
   try {
@@ -113,6 +115,34 @@ inline void kitti(const uint8_t* data, size_t size) {
     check_cloud(c, 4);
     SL_FUZZ_CHECK(size % 16 == 0 && c.size() + (size_t)dropped == size / 16);
   } catch (const Error&) {
+  }
+  try {
+    int64_t dropped = -1;
+    PointCloud c = read_nuscenes_bin(path, true, &dropped);
+    check_cloud(c, 4);
+    SL_FUZZ_CHECK(size % 20 == 0 && c.size() + (size_t)dropped == size / 20);
+  } catch (const Error&) {
+  }
+}
+
+// PLY: parse_ply is what read_ply runs on the mapped file, here on an exact-size heap buffer (a
+// read past the end is an ASan report). NaN points dropped and kept; the header's vertex count
+// must be what the body gave.
+inline void ply(const uint8_t* data, size_t size) {
+  const char* p = reinterpret_cast<const char*>(data);
+  for (const bool drop : {true, false}) {
+    try {
+      int64_t dropped = -1;
+      PointCloud c = parse_ply(p, size, "fuzz.ply", drop, &dropped);
+      check_cloud(c, 4);
+      SL_FUZZ_CHECK(dropped >= 0 && (drop || dropped == 0));
+      const PlyInfo info = parse_ply_header(p, size, "fuzz.ply");
+      SL_FUZZ_CHECK(int64_t(c.size()) + dropped == info.vertices);
+      if (drop)
+        for (size_t i = 0; i < c.size(); ++i)
+          for (int a = 0; a < 3; ++a) SL_FUZZ_CHECK(std::isfinite(c.columns[a][i]));
+    } catch (const Error&) {
+    }
   }
 }
 

@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "graph/error.h"
-#include "stages/io/kitti.h"
+#include "stages/io/formats.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/mapped_file.h"
 #include "stages/io/pcd.h"
@@ -71,7 +71,8 @@ InspectReport inspect_file(const std::string& path) {
   r.path = path;
   std::string ext = std::filesystem::path(path).extension().string();
   for (char& ch : ext) ch = char(std::tolower((unsigned char)ch));
-  if (ext == ".pcd") {
+  const CloudFormat* format = format_of_path(path);
+  if (format && format->name == "pcd") {
     r.format = "pcd";
     MappedFile f(path);
     PcdHeader h = parse_pcd_header(f.data(), f.size(), path);
@@ -101,10 +102,10 @@ InspectReport inspect_file(const std::string& path) {
       }
     }
     add_cloud_stats(r, parse_pcd(f.data(), f.size(), path, opt));
-  } else if (ext == ".bin") {
-    r.format = "kitti_bin";
-    PointCloud c = read_kitti_bin(path, /*drop_nan=*/false);
-    r.header = {{"layout", "N x 4 float32 (x y z intensity)"}};
+  } else if (format) {
+    r.format = format->name;
+    PointCloud c = format->decode(path, /*drop_nan=*/false, nullptr);
+    r.header = {{"layout", format->doc}};
     add_cloud_stats(r, c);
   } else if (ext == ".json") {
     r.format = "lines_json";
@@ -121,7 +122,7 @@ InspectReport inspect_file(const std::string& path) {
     const char* names[3] = {"x", "y", "z"};
     for (int k = 0; k < 3; ++k) r.fields.push_back(stats_of(names[k], xyz[k].data(), xyz[k].size()));
   } else {
-    fail(path, "unknown file type '" + ext + "' (expected .pcd, .bin or .json)");
+    fail(path, "unknown file type '" + ext + "' (expected a cloud: " + cloud_extensions_text() + "; or lines: .json)");
   }
   return r;
 }

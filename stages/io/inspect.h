@@ -17,7 +17,7 @@ struct FieldStats {
 };
 
 struct InspectReport {
-  std::string path, format;  // format: "pcd", "kitti_bin", "lines_json"
+  std::string path, format;  // format: a cloud format's name (stages/io/formats.h) or "lines_json"
   std::vector<std::pair<std::string, std::string>> header;  // key/value, in file order
   int64_t points = 0;        // cloud points, or the total of line points for lines JSON
   std::vector<FieldStats> fields;

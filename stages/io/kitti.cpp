@@ -9,13 +9,18 @@
 
 namespace sl {
 
-PointCloud read_kitti_bin(const std::string& path, bool drop_nan, int64_t* dropped) {
+namespace {
+
+// N records of `floats` little-endian float32 whose first four are x, y, z, intensity.
+PointCloud read_float_records(const std::string& path, size_t floats, const char* layout, bool drop_nan,
+                              int64_t* dropped) {
   MappedFile f(path);
-  if (f.size() == 0) fail(path, "empty file, expected N x 16 bytes (x y z intensity as float32)");
-  if (f.size() % 16 != 0)
-    fail(path, "size " + std::to_string(f.size()) + " bytes is not a multiple of 16 (x y z intensity as float32); "
-               "truncated, or not a KITTI .bin?");
-  const size_t n = f.size() / 16;
+  const size_t rec = floats * sizeof(float);
+  if (f.size() == 0) fail(path, "empty file, expected N x " + std::to_string(rec) + " bytes (" + layout + " as float32)");
+  if (f.size() % rec != 0)
+    fail(path, "size " + std::to_string(f.size()) + " bytes is not a multiple of " + std::to_string(rec) + " (" +
+                   layout + " as float32); truncated, or another format?");
+  const size_t n = f.size() / rec;
   PointCloud cloud;
   cloud.fields = {"x", "y", "z", "intensity"};
   cloud.columns.assign(4, std::vector<float>(n));
@@ -23,7 +28,7 @@ PointCloud read_kitti_bin(const std::string& path, bool drop_nan, int64_t* dropp
   size_t w = 0;
   for (size_t i = 0; i < n; ++i) {
     float p[4];
-    std::memcpy(p, f.data() + i * 16, 16);
+    std::memcpy(p, f.data() + i * rec, sizeof p);
     if (drop_nan && !(std::isfinite(p[0]) && std::isfinite(p[1]) && std::isfinite(p[2]))) continue;
     for (int c = 0; c < 4; ++c) col[c][w] = p[c];
     ++w;
@@ -33,21 +38,41 @@ PointCloud read_kitti_bin(const std::string& path, bool drop_nan, int64_t* dropp
   return cloud;
 }
 
-void write_kitti_bin(const std::string& path, const PointCloud& cloud) {
-  const std::vector<float>* col[4] = {nullptr, nullptr, nullptr, nullptr};
-  const char* names[4] = {"x", "y", "z", "intensity"};
+// Writes x, y, z, intensity (0 without it), then `extra` zero-or-field columns, as float32 records.
+void write_float_records(const std::string& path, const PointCloud& cloud, const std::vector<std::string>& names,
+                         const char* what) {
+  std::vector<const std::vector<float>*> col(names.size(), nullptr);
   for (size_t f = 0; f < cloud.fields.size(); ++f)
-    for (int c = 0; c < 4; ++c)
+    for (size_t c = 0; c < names.size(); ++c)
       if (cloud.fields[f] == names[c]) col[c] = &cloud.columns[f];
   for (int c = 0; c < 3; ++c)
-    if (!col[c]) fail(path, std::string("cannot write a KITTI .bin: the cloud has no field '") + names[c] + "'");
-  const size_t n = col[0]->size();
-  std::string bytes(n * 16, '\0');
+    if (!col[size_t(c)]) fail(path, std::string("cannot write a ") + what + ": the cloud has no field '" + names[size_t(c)] + "'");
+  const size_t n = col[0]->size(), k = names.size();
+  std::string bytes(n * k * sizeof(float), '\0');
+  std::vector<float> p(k);
   for (size_t i = 0; i < n; ++i) {
-    const float p[4] = {(*col[0])[i], (*col[1])[i], (*col[2])[i], col[3] ? (*col[3])[i] : 0.f};
-    std::memcpy(bytes.data() + i * 16, p, 16);
+    for (size_t c = 0; c < k; ++c) p[c] = col[c] ? (*col[c])[i] : 0.f;
+    std::memcpy(bytes.data() + i * k * sizeof(float), p.data(), k * sizeof(float));
   }
   write_file_atomic(path, bytes);
+}
+
+}  // namespace
+
+PointCloud read_kitti_bin(const std::string& path, bool drop_nan, int64_t* dropped) {
+  return read_float_records(path, 4, "x y z intensity", drop_nan, dropped);
+}
+
+PointCloud read_nuscenes_bin(const std::string& path, bool drop_nan, int64_t* dropped) {
+  return read_float_records(path, 5, "x y z intensity ring", drop_nan, dropped);
+}
+
+void write_kitti_bin(const std::string& path, const PointCloud& cloud) {
+  write_float_records(path, cloud, {"x", "y", "z", "intensity"}, "KITTI .bin");
+}
+
+void write_nuscenes_bin(const std::string& path, const PointCloud& cloud) {
+  write_float_records(path, cloud, {"x", "y", "z", "intensity", "ring"}, "nuScenes .pcd.bin");
 }
 
 }  // namespace sl

@@ -1,12 +1,13 @@
-// Reader stages: read_pcd and read_kitti_bin (SceneRef -> Scene, through a scene cache) and
-// read_lines_json (Scene -> Scene with its polylines). Swapping the dataset format is swapping
-// the reader stage in the pipeline JSON; nothing downstream changes.
+// Reader stages: read_cloud (any format of stages/io/formats.h), read_pcd (PCD with a field
+// mapping) and read_kitti_bin (SceneRef -> Scene, through a scene cache), and read_lines_json
+// (Scene -> Scene with its polylines). Swapping the dataset format is swapping the scan format
+// and the reader in the pipeline JSON; nothing downstream changes.
 #include <cstdio>
 
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/io/kitti.h"
+#include "stages/io/formats.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"
 #include "stages/io/scene_cache.h"
@@ -69,12 +70,20 @@ class ReadPcd : public CloudReader {
   PcdReadOptions opt_;
 };
 
-class ReadKitti : public CloudReader {
+// A format of the table: the one named, or each file's own (by its extension).
+class ReadCloud : public CloudReader {
  public:
-  explicit ReadKitti(const Params& p) : CloudReader(p) {}
+  ReadCloud(const Params& p, const std::string& format) : CloudReader(p) {
+    if (format != "auto") format_ = &cloud_format(format, p.where("format"));
+  }
 
  protected:
-  PointCloud decode(const std::string& path, int64_t* dropped) override { return read_kitti_bin(path, true, dropped); }
+  PointCloud decode(const std::string& path, int64_t* dropped) override {
+    return format_ ? format_->decode(path, true, dropped) : read_cloud_file(path, true, dropped);
+  }
+
+ private:
+  const CloudFormat* format_ = nullptr;
 };
 
 class ReadLinesJson : public Stage {
@@ -119,8 +128,13 @@ void register_read_stages(StageRegistry& r) {
   add_reader(r, "read_pcd", "decodes a PCD file (ascii, binary, binary_compressed; v0.5/v0.7) into x y z intensity",
              {p_strings("fields", {"x", "y", "z", "intensity"}, "the 4 file fields read as x, y, z, intensity"), missing},
              [](const Params& p) { return std::make_unique<ReadPcd>(p); });
+  std::vector<std::string> formats = cloud_format_names();
+  formats.insert(formats.begin(), "auto");
+  add_reader(r, "read_cloud", "decodes a cloud of any format (stages/io/formats.h) into x y z intensity",
+             {p_string("format", "auto", "the cloud format (auto: each file's own, by its extension)", formats)},
+             [](const Params& p) { return std::make_unique<ReadCloud>(p, p.get_string("format")); });
   add_reader(r, "read_kitti_bin", "decodes a KITTI velodyne .bin file (N x 4 float32: x y z reflectance)", {},
-             [](const Params& p) { return std::make_unique<ReadKitti>(p); });
+             [](const Params& p) { return std::make_unique<ReadCloud>(p, "bin"); });
   StageSchema s;
   s.type = "read_lines_json";
   s.group = "io";

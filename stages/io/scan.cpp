@@ -1,4 +1,5 @@
-// scan_dataset: the source. Lists <root>/*.<format> (sorted, so the dataset order is stable),
+// scan_dataset: the source. Lists the <root> files of one cloud format (stages/io/formats.h;
+// sorted, so the dataset order is stable),
 // pairs each cloud with <stem>.json, and yields them in a per-epoch order that is a seeded
 // shuffle of (run seed, epoch) -- the same on every machine and at every thread count.
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "graph/spec.h"
 #include "graph/stage.h"
 #include "stages/geometry/rng.h"
+#include "stages/io/formats.h"
 
 namespace sl {
 namespace {
@@ -18,7 +20,8 @@ namespace fs = std::filesystem;
 class ScanDataset : public SourceStage {
  public:
   explicit ScanDataset(const Params& p)
-      : root_(p.get_string("root")), format_(p.get_string("format")), shuffle_(p.get_bool("shuffle")),
+      : root_(p.get_string("root")), format_(&cloud_format(p.get_string("format"), p.where("format"))),
+        shuffle_(p.get_bool("shuffle")),
         limit_(p.get_int("limit")), where_(p.where("root")) {}
 
   void start(RunContext& ctx) override {
@@ -29,20 +32,20 @@ class ScanDataset : public SourceStage {
                                                      ? " (create it with: streamline gen-data data/sample)"
                                                      : ""));
     if (!fs::is_directory(root_, ec)) fail(where_, "'" + root_ + "' is not a folder");
-    const std::string ext = "." + format_;
     for (const auto& e : fs::directory_iterator(root_, ec)) {
-      if (e.path().extension() != ext) continue;
+      // The longest extension decides: a nuScenes "x.pcd.bin" is not a KITTI ".bin".
+      if (format_of_path(e.path().string()) != format_) continue;
       SceneRef r;
       r.cloud_path = e.path().string();
-      r.lines_path = (e.path().parent_path() / (e.path().stem().string() + ".json")).string();
-      r.name = e.path().stem().string();
+      r.name = cloud_stem(r.cloud_path, *format_);
+      r.lines_path = (e.path().parent_path() / (r.name + ".json")).string();
       refs_.push_back(r);
     }
     if (ec) fail(where_, "cannot list '" + root_ + "': " + ec.message());
     std::sort(refs_.begin(), refs_.end(), [](auto& a, auto& b) { return a.cloud_path < b.cloud_path; });
     if (limit_ > 0 && (int64_t)refs_.size() > limit_) refs_.resize((size_t)limit_);
     for (size_t i = 0; i < refs_.size(); ++i) refs_[i].scene_index = (int64_t)i;
-    if (refs_.empty()) fail(where_, "no " + ext + " files in '" + root_ + "'");
+    if (refs_.empty()) fail(where_, "no " + format_->extension + " files in '" + root_ + "'");
   }
 
   int64_t epoch_size() override { return (int64_t)refs_.size(); }
@@ -61,7 +64,8 @@ class ScanDataset : public SourceStage {
   }
 
  private:
-  std::string root_, format_;
+  std::string root_;
+  const CloudFormat* format_;
   bool shuffle_;
   int64_t limit_;
   std::string where_;
@@ -77,12 +81,13 @@ void register_scan_stage(StageRegistry& r) {
   StageSchema s;
   s.type = "scan_dataset";
   s.group = "io";
-  s.doc = "lists <root>/*.pcd (or *.bin) with their <stem>.json lines; a seeded shuffle per epoch";
+  s.doc = "lists the clouds of one format in <root> with their <stem>.json lines; a seeded shuffle per epoch";
   s.input = Kind::None;
   s.output = Kind::SceneRef;
   s.params = {
       p_required_string("root", "dataset folder"),
-      p_string("format", "pcd", "cloud file extension", {"pcd", "bin"}),
+      p_string("format", "pcd", "cloud format (stages/io/formats.h: pcd, bin = KITTI, nuscenes = .pcd.bin, ply)",
+               cloud_format_names()),
       p_bool("shuffle", true, "shuffle the scene order each epoch (seeded by run seed and epoch)"),
       p_int("limit", 0, "use at most this many scenes (0: all)", 0),
   };

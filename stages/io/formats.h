@@ -1,0 +1,40 @@
+// The point-cloud formats streamline reads, one row each. scan_dataset (which files are scenes),
+// read_cloud (the decoder), inspect, infer and gen-data all look a file's format up here, so a
+// new format is one row (and its reader) -- nothing else changes.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/message.h"
+
+namespace sl {
+
+struct CloudFormat {
+  std::string name;       // what pipelines and the CLI call it: "pcd", "bin", "nuscenes", "ply"
+  std::string extension;  // ".pcd", ".bin", ".pcd.bin", ".ply": the longest matching one wins
+  std::string doc;        // one line, for --help and the README
+  // Columns x, y, z, intensity; points with a non-finite x, y or z dropped (and counted in
+  // *dropped) when drop_nan. Throws sl::Error naming the file and the reason.
+  PointCloud (*decode)(const std::string& path, bool drop_nan, int64_t* dropped);
+  // The points a file holds, from its header or size alone (without decoding).
+  int64_t (*count)(const std::string& path);
+  // Writes x, y, z, intensity (gen-data --format); atomic.
+  void (*write)(const std::string& path, const PointCloud& cloud);
+};
+
+const std::vector<CloudFormat>& cloud_formats();
+std::vector<std::string> cloud_format_names();
+// The row named `name`; throws sl::Error at `where` listing the formats when there is none.
+const CloudFormat& cloud_format(const std::string& name, const std::string& where);
+// The row whose extension `path` ends with (the longest: "a.pcd.bin" is nuScenes, not KITTI);
+// null when none does.
+const CloudFormat* format_of_path(const std::string& path);
+// A file's stem without its format's extension ("scene_0001" for "dir/scene_0001.pcd.bin").
+std::string cloud_stem(const std::string& path, const CloudFormat& f);
+// ".pcd, .bin, .pcd.bin, .ply": for messages.
+std::string cloud_extensions_text();
+// Decodes `path` by its extension; throws sl::Error naming the file when no format has it.
+PointCloud read_cloud_file(const std::string& path, bool drop_nan = true, int64_t* dropped = nullptr);
+
+}  // namespace sl
