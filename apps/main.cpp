@@ -20,6 +20,7 @@
 #include "graph/atomic_file.h"
 #include "graph/engine.h"
 #include "graph/error.h"
+#include "graph/plugin.h"
 #include "graph/spec.h"
 #include "report/report.h"
 #include "stages/device/device.h"
@@ -158,7 +159,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", SL_VERSION);
 
   std::string pipeline, trace, dot;
-  std::vector<std::string> sets;
+  std::vector<std::string> sets, plugins;
+  app.add_option("--plugin", plugins, "load stages from this shared library first (repeatable; see graph/plugin.h)");
+  app.fallthrough();  // --plugin also after the command
   int threads = 0;
   bool quiet = false, print = false, json = false;
 
@@ -195,6 +198,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
+  }
+  try {
+    for (const auto& p : plugins) sl::load_plugin(p);
+  } catch (const sl::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitUsage;
   }
   try {
     if (*run) return sl::cmd_run(pipeline, sets, threads, trace, quiet);

@@ -126,10 +126,27 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 
 // ---- registry -----------------------------------------------------------------------------
 
+namespace {
+std::mutex g_registrars_mu;
+std::vector<StageRegisterFn>& registrars() {
+  static std::vector<StageRegisterFn> fns;
+  return fns;
+}
+StageRegistry* g_registry = nullptr;  // once instance() has run
+}  // namespace
+
+StageRegistrar::StageRegistrar(StageRegisterFn fn) {
+  std::lock_guard<std::mutex> lock(g_registrars_mu);
+  if (g_registry) fn(*g_registry);  // a library loaded after the registry was built
+  else registrars().push_back(fn);
+}
+
 StageRegistry& StageRegistry::instance() {
   static StageRegistry* r = [] {
     auto* reg = new StageRegistry;
-    register_builtin_stages(*reg);
+    std::lock_guard<std::mutex> lock(g_registrars_mu);
+    for (StageRegisterFn fn : registrars()) fn(*reg);
+    g_registry = reg;
     return reg;
   }();
   return *r;
@@ -148,7 +165,9 @@ void StageRegistry::add(StageSchema schema) {
   if (schema.type.empty()) throw Error("a stage type needs a name");
   if (!schema.factory) throw Error("stage '" + schema.type + "' has no factory");
   if (schema.doc.empty()) throw Error("stage '" + schema.type + "' has no doc line");
-  if (find(schema.type)) throw Error("stage type '" + schema.type + "' is registered twice");
+  if (const StageSchema* had = find(schema.type))
+    throw Error("stage type '" + schema.type + "' is registered twice (" + had->origin + ", then " + origin_ + ")");
+  schema.origin = origin_;
   for (const auto& p : schema.params) {
     if (p.doc.empty()) throw Error("stage '" + schema.type + "': param '" + p.name + "' has no doc line");
     check_default(schema, p);
@@ -198,7 +217,8 @@ std::string StageRegistry::to_text() const {
     if (s->group != group) o << (group.empty() ? "" : "\n") << "[" << (group = s->group) << "]\n";
     o << "  " << s->type << "  " << kind_name(s->input) << " -> " << kind_name(s->output)
       << "  (threads " << (s->serial_only ? "1, in order" : s->default_threads)
-      << ", on_error " << (s->default_policy == ErrorPolicy::Skip ? "skip" : "fail") << ")\n"
+      << ", on_error " << (s->default_policy == ErrorPolicy::Skip ? "skip" : "fail") << ")"
+      << (s->origin == "built-in" ? "" : "  from " + s->origin) << "\n"
       << "      " << s->doc << "\n";
     if (!s->requires_keys.empty() || !s->produces_keys.empty()) {
       o << "      sample keys:";
@@ -240,6 +260,7 @@ std::string StageRegistry::to_json() const {
     w.Key("type"); w.String(s->type.c_str());
     w.Key("group"); w.String(s->group.c_str());
     w.Key("doc"); w.String(s->doc.c_str());
+    w.Key("origin"); w.String(s->origin.c_str());
     w.Key("input"); w.String(kind_name(s->input));
     w.Key("output"); w.String(kind_name(s->output));
     w.Key("threads"); w.String(s->serial_only ? "1" : s->default_threads.c_str());

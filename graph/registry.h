@@ -60,6 +60,7 @@ struct StageSchema {
   ErrorPolicy default_policy = ErrorPolicy::Fail;
   std::vector<ParamSpec> params;
   std::function<std::unique_ptr<Stage>(const Params&)> factory;
+  std::string origin;  // set by the registry: "built-in", or the plugin file that registered it
 };
 
 class StageRegistry {
@@ -71,15 +72,24 @@ class StageRegistry {
   std::vector<const StageSchema*> list() const;  // sorted by group, then name
   std::string to_text() const;
   std::string to_json() const;
+  // What add() records as each schema's origin (the plugin loader names the file it loads).
+  void set_origin(std::string origin) { origin_ = std::move(origin); }
 
  private:
   std::vector<StageSchema> schemas_;
+  std::string origin_ = "built-in";
 };
 
 // The closest candidates to `word` (edit distance), formatted as " (did you mean 'x'?)" or "".
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
 
-// Registers the stages that ship with streamline (called by StageRegistry::instance()).
-void register_builtin_stages(StageRegistry& r);
+// Self-registration: a stage's file ends with SL_REGISTER_STAGES(fn), fn adding its schema with
+// r.add(...); every such function runs when StageRegistry::instance() is first used (or at once,
+// for a library loaded after that). There is no central list to edit.
+using StageRegisterFn = void (*)(StageRegistry&);
+struct StageRegistrar {
+  explicit StageRegistrar(StageRegisterFn fn);
+};
+#define SL_REGISTER_STAGES(fn) static const ::sl::StageRegistrar sl_stage_registrar_{fn}
 
 }  // namespace sl

@@ -1,6 +1,7 @@
 #include "graph/spec.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <map>
 #include <set>
@@ -14,6 +15,7 @@
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "graph/plugin.h"
 
 namespace sl {
 
@@ -308,6 +310,7 @@ PipelineSpec parse_pipeline(const std::string& text, const std::string& path,
       p_pos_int("epochs", 1, "passes over the dataset"),
       ParamSpec{"threads", ParamType::String, "\"auto\"", "total worker threads: a positive integer or \"auto\""},
       p_pos_int("in_flight", 8, "source items (scenes) in flight at most: bounds memory"),
+      p_strings("plugins", {}, "shared libraries of stages loaded first (graph/plugin.h); relative to this file"),
       ParamSpec{"stages", ParamType::Object, "", "the stages, in order"},
   };
   for (auto& m : doc.GetObject()) {
@@ -336,6 +339,20 @@ PipelineSpec parse_pipeline(const std::string& text, const std::string& path,
   spec.epochs = doc["epochs"].GetInt64();
   spec.threads = parse_threads(doc["threads"], P + "/threads");
   spec.in_flight = doc["in_flight"].GetInt64();
+  // Plugins before the stages are checked (their types must exist); recorded as absolute paths,
+  // so the resolved pipeline (in checkpoints, for eval and infer) finds them from anywhere.
+  Value& plugins = doc["plugins"];
+  for (rapidjson::SizeType k = 0; k < plugins.Size(); ++k) {
+    std::filesystem::path pp(plugins[k].GetString());
+    if (pp.is_relative() && std::filesystem::is_regular_file(path)) pp = std::filesystem::path(path).parent_path() / pp;
+    const std::string where = P + "/plugins/" + std::to_string(k);
+    try {
+      load_plugin(pp.string());
+    } catch (const Error& e) {
+      fail(where, e.what());
+    }
+    plugins[k].SetString(std::filesystem::absolute(pp).lexically_normal().string().c_str(), a);
+  }
 
   if (!doc.HasMember("stages")) fail(P + "/stages", "missing: a pipeline needs a list of stages");
   Value& stages = doc["stages"];

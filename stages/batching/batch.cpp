@@ -227,7 +227,6 @@ class BatchStage : public Stage {
   int64_t skip_epoch_ = 0, skip_index_ = 0, skip_left_ = 0;
 };
 
-}  // namespace
 
 void register_batch_stages(StageRegistry& r) {
   StageSchema s;
@@ -247,5 +246,8 @@ void register_batch_stages(StageRegistry& r) {
   s.factory = [](const Params& p) { return std::make_unique<BatchStage>(p); };
   r.add(std::move(s));
 }
+
+SL_REGISTER_STAGES(register_batch_stages);
+}  // namespace
 
 }  // namespace sl

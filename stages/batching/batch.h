@@ -75,7 +75,6 @@ class SlotPool : public std::enable_shared_from_this<SlotPool> {
   std::function<void()> on_return_;
 };
 
-void register_batch_stages(class StageRegistry& r);
 
 // Is a CUDA device going to be used by this run (decides pinned vs plain host memory)?
 bool device_is_cuda(const std::string& device);

@@ -132,6 +132,7 @@ std::unique_ptr<Stage> make_to_device_stage(const Params& p, bool ring_on_host) 
   return std::make_unique<ToDevice>(p, ring_on_host);
 }
 
+namespace {
 void register_device_stages(StageRegistry& r) {
   StageSchema s;
   s.type = "to_device";
@@ -144,5 +145,8 @@ void register_device_stages(StageRegistry& r) {
   s.factory = [](const Params& p) { return make_to_device_stage(p, false); };
   r.add(std::move(s));
 }
+
+SL_REGISTER_STAGES(register_device_stages);
+}  // namespace
 
 }  // namespace sl

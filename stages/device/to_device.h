@@ -26,7 +26,6 @@ struct DeviceBatchHandle {
   ~DeviceBatchHandle();
 };
 
-void register_device_stages(class StageRegistry& r);
 
 // The to_device stage; with ring_on_host, a CPU run also goes through a host DeviceRing
 // (tests: the ring's accounting, release on drop and the non-blocking stage without a GPU).

@@ -238,7 +238,6 @@ class ReadSamples : public SourceStage {
 
 const std::vector<std::string> kDefaultKeys{"context", "noisy_line", "target_offset"};
 
-}  // namespace
 
 void register_sample_cache_stages(StageRegistry& r) {
   {
@@ -274,5 +273,8 @@ void register_sample_cache_stages(StageRegistry& r) {
     r.add(std::move(s));
   }
 }
+
+SL_REGISTER_STAGES(register_sample_cache_stages);
+}  // namespace
 
 }  // namespace sl

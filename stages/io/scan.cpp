@@ -75,7 +75,6 @@ class ScanDataset : public SourceStage {
   int64_t order_epoch_ = -1;
 };
 
-}  // namespace
 
 void register_scan_stage(StageRegistry& r) {
   StageSchema s;
@@ -94,5 +93,8 @@ void register_scan_stage(StageRegistry& r) {
   s.factory = [](const Params& p) { return std::make_unique<ScanDataset>(p); };
   r.add(std::move(s));
 }
+
+SL_REGISTER_STAGES(register_scan_stage);
+}  // namespace
 
 }  // namespace sl

@@ -190,6 +190,7 @@ EvalOutcome evaluate_live_model(const RunContext& ctx, const std::string& root, 
   return out;
 }
 
+namespace {
 void register_eval_stage(StageRegistry& r) {
   StageSchema s;
   s.type = "eval_step";
@@ -202,5 +203,8 @@ void register_eval_stage(StageRegistry& r) {
   s.factory = [](const Params& p) { return std::make_unique<EvalStep>(p); };
   r.add(std::move(s));
 }
+
+SL_REGISTER_STAGES(register_eval_stage);
+}  // namespace
 
 }  // namespace sl

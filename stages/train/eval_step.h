@@ -15,8 +15,6 @@
 
 namespace sl {
 
-class StageRegistry;
-
 // The evaluation pipeline of a run: the source pointed at `root` (unshuffled, one epoch), the
 // last batch kept, "true_line" batched, and the sink `sink_id` replaced by eval_step(model_key).
 std::string make_eval_pipeline(const std::string& pipeline_json, const std::string& root, const std::string& sink_id,
@@ -40,6 +38,5 @@ struct EvalOutcome {
 EvalOutcome evaluate_live_model(const RunContext& ctx, const std::string& root, const std::string& sink_id,
                                 const std::string& live_key);
 
-void register_eval_stage(StageRegistry& r);
 
 }  // namespace sl

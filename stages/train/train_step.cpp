@@ -1,8 +1,6 @@
 // train_step (sink): forward, loss, backward, Adam on every batch; JSON Lines metrics; progress;
 // atomic checkpoints with the data position (exact resume, stages/train/checkpoints.h);
 // evaluation on the validation split with the run's own pipeline (stages/train/eval_step.h).
-#include "stages/train/train_step.h"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -435,7 +433,6 @@ class TrainStep : public Stage {
   std::string last_saved_, live_key_, pipeline_for_meta_, resumed_from_;
 };
 
-}  // namespace
 
 void register_train_stages(StageRegistry& r) {
   StageSchema s;
@@ -474,5 +471,8 @@ void register_train_stages(StageRegistry& r) {
   s.factory = [](const Params& p) { return std::make_unique<TrainStep>(p); };
   r.add(std::move(s));
 }
+
+SL_REGISTER_STAGES(register_train_stages);
+}  // namespace
 
 }  // namespace sl

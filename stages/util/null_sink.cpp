@@ -40,11 +40,13 @@ void add_sink(StageRegistry& r, const char* type) {
   r.add(std::move(s));
 }
 
-}  // namespace
 
 void register_null_sinks(StageRegistry& r) {
   add_sink<Kind::Sample>(r, "null_sink");
   add_sink<Kind::Batch>(r, "null_batch_sink");
 }
+
+SL_REGISTER_STAGES(register_null_sinks);
+}  // namespace
 
 }  // namespace sl

@@ -1,0 +1,68 @@
+// center: moves "context" and every line tensor into a line's frame and records "frame"; the math
+// is stages/geometry/center.{h,cpp}.
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <mutex>
+
+#include "graph/error.h"
+#include "graph/spec.h"
+#include "graph/stage.h"
+#include "stages/geometry/center.h"
+#include "stages/geometry/crop.h"
+#include "stages/geometry/perturb.h"
+#include "stages/geometry/resample.h"
+
+namespace sl {
+namespace {
+
+class Center : public Stage {
+ public:
+  explicit Center(const Params& p) : rotate_(p.get_bool("rotate")), frame_from_(p.get_string("frame_from")) {}
+  void process(Item in, const Position&, Emitter& out, RunContext&) override {
+    auto s = std::get<std::shared_ptr<Sample>>(in);
+    const Polyline pl = polyline_of(s->at(frame_from_));
+    std::vector<Tensor*> lines;
+    for (const char* k : {"line", "true_line", "noisy_line"})
+      if (s->tensors.count(k)) lines.push_back(&s->tensors[k]);
+    Frame f = center_sample(pl, rotate_, &s->at("context"), lines);
+    if (s->tensors.count("target_offset")) {  // offsets rotate, they do not move
+      Tensor& t = s->tensors["target_offset"];
+      for (int64_t i = 0; i < t.shape[0]; ++i) {
+        auto v = f.offset_to_local({t.data[i * 3], t.data[i * 3 + 1], t.data[i * 3 + 2]});
+        for (int c = 0; c < 3; ++c) t.data[i * 3 + c] = v[c];
+      }
+    }
+    Tensor fr({5});
+    fr.data = {f.origin[0], f.origin[1], f.origin[2], f.cos_yaw, f.sin_yaw};
+    s->tensors["frame"] = fr;
+    out.emit(std::move(s));
+  }
+
+ private:
+  bool rotate_;
+  std::string frame_from_;
+};
+
+void register_center(StageRegistry& r) {
+  StageSchema s;
+  s.type = "center";
+  s.group = "geometry";
+  s.doc = "moves context and lines into a line's frame (origin: arc-length centroid; optional yaw)";
+  s.input = s.output = Kind::Sample;
+  s.requires_keys = {"context"};
+  s.requires_from_param = "frame_from";
+  s.produces_keys = {"frame"};
+  s.default_threads = "auto";
+  s.params = {p_bool("rotate", false, "also rotate about z so x runs from the first to the last line point"),
+              p_string("frame_from", "noisy_line",
+                       "the line whose frame is used: noisy_line (what inference has, so train = infer) or line (the truth)",
+                       {"noisy_line", "line"})};
+  s.factory = [](const Params& p) { return std::make_unique<Center>(p); };
+  r.add(std::move(s));
+}
+
+SL_REGISTER_STAGES(register_center);
+
+}  // namespace
+}  // namespace sl

@@ -1,0 +1,68 @@
+// perturb_line: "true_line", "noisy_line" and "target_offset" [L,3] from "line" (an augmentation);
+// the math is stages/geometry/perturb.{h,cpp}.
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <mutex>
+
+#include "graph/error.h"
+#include "graph/spec.h"
+#include "graph/stage.h"
+#include "stages/geometry/center.h"
+#include "stages/geometry/crop.h"
+#include "stages/geometry/perturb.h"
+#include "stages/geometry/resample.h"
+
+namespace sl {
+namespace {
+
+class PerturbLine : public Stage {
+ public:
+  explicit PerturbLine(const Params& p) : L_((int)p.get_int("points")) {
+    prm_.lateral_sigma = (float)p.get_float("lateral_sigma");
+    prm_.vertical_sigma = (float)p.get_float("vertical_sigma");
+    prm_.jitter_sigma = (float)p.get_float("jitter_sigma");
+    prm_.shift_sigma = (float)p.get_float("shift_sigma");
+    prm_.smooth_modes = (int)p.get_int("smooth_modes");
+  }
+  void process(Item in, const Position&, Emitter& out, RunContext&) override {
+    auto s = std::get<std::shared_ptr<Sample>>(in);
+    Tensor truth = resample_polyline(polyline_of(s->at("line")), L_);
+    Tensor noisy, target;
+    perturb_line(truth, prm_, mix_seed(s->seed, 2), &noisy, &target);
+    s->tensors["true_line"] = std::move(truth);
+    s->tensors["noisy_line"] = std::move(noisy);
+    s->tensors["target_offset"] = std::move(target);
+    out.emit(std::move(s));
+  }
+
+ private:
+  int L_;
+  PerturbParams prm_;
+};
+
+void register_perturb_line(StageRegistry& r) {
+  StageSchema s;
+  s.type = "perturb_line";
+  s.group = "geometry";
+  s.doc = "true line resampled to L points by arc length; noisy = true + smooth offsets + jitter; target = true - noisy";
+  s.input = s.output = Kind::Sample;
+  s.requires_keys = {"line"};
+  s.produces_keys = {"true_line", "noisy_line", "target_offset"};
+  s.default_threads = "auto";
+  s.params = {
+      p_pos_int("points", 32, "line points (L)"),
+      p_float("lateral_sigma", 0.3, "std of the smooth sideways offset, metres", 0),
+      p_float("vertical_sigma", 0.05, "std of the smooth vertical offset, metres", 0),
+      p_float("jitter_sigma", 0.03, "std of the per-point jitter, metres", 0),
+      p_float("shift_sigma", 0.2, "std of the global xy shift, metres", 0),
+      p_int("smooth_modes", 3, "low-frequency sine modes of the smooth offset", 1, 16),
+  };
+  s.factory = [](const Params& p) { return std::make_unique<PerturbLine>(p); };
+  r.add(std::move(s));
+}
+
+SL_REGISTER_STAGES(register_perturb_line);
+
+}  // namespace
+}  // namespace sl

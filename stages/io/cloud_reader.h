@@ -1,0 +1,73 @@
+// CloudReader: what every cloud reader stage shares -- the scene cache lookup, a decode on a
+// miss, a Scene around the cloud, and the cache line at the end of the run. A reader stage
+// implements decode(); reader_schema() gives its schema the readers' common parts.
+#pragma once
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/error.h"
+#include "graph/spec.h"
+#include "graph/stage.h"
+#include "stages/io/scene_cache.h"
+
+namespace sl {
+
+class CloudReader : public Stage {
+ public:
+  explicit CloudReader(const Params& p) : cache_((size_t)(p.get_float("cache_mb") * 1024 * 1024)) {}
+  void process(Item in, const Position&, Emitter& out, RunContext&) override {
+    const auto& ref = std::get<std::shared_ptr<const SceneRef>>(in);
+    auto scene = std::make_shared<Scene>();
+    scene->ref = *ref;
+    scene->cloud = cache_.get(ref->cloud_path);
+    if (!scene->cloud) {
+      int64_t dropped = 0;
+      auto cloud = std::make_shared<PointCloud>(decode(ref->cloud_path, &dropped));
+      cloud->fields = {"x", "y", "z", "intensity"};  // whatever the file calls them, downstream sees x y z intensity
+      if (cloud->size() == 0) throw Error(ref->cloud_path + ": no valid points (" + std::to_string(dropped) + " NaN/Inf points dropped)");
+      dropped_ += dropped;
+      scene->cloud = cloud;
+      cache_.put(ref->cloud_path, cloud);
+    }
+    out.emit(std::shared_ptr<const Scene>(std::move(scene)));
+  }
+  void finish(RunContext& ctx) override {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s: scene cache %lld hits, %lld misses, peak %.1f MB of %.1f MB budget%s", id.c_str(),
+                  (long long)cache_.hits(), (long long)cache_.misses(), cache_.peak_bytes() / 1048576.0,
+                  cache_.budget() / 1048576.0,
+                  dropped_ ? (", " + std::to_string(dropped_.load()) + " NaN/Inf points dropped").c_str() : "");
+    if (!ctx.quiet) ctx.add_summary(buf);
+  }
+  const SceneCache& cache() const { return cache_; }
+
+ protected:
+  virtual PointCloud decode(const std::string& path, int64_t* dropped) = 0;
+
+ private:
+  SceneCache cache_;
+  std::atomic<int64_t> dropped_{0};
+};
+
+// The schema of a reader stage: SceneRef -> Scene, auto threads, skip policy, cache_mb.
+inline StageSchema reader_schema(const char* type, const char* doc, std::vector<ParamSpec> extra,
+                                 std::function<std::unique_ptr<Stage>(const Params&)> f) {
+  StageSchema s;
+  s.type = type;
+  s.group = "io";
+  s.doc = doc;
+  s.input = Kind::SceneRef;
+  s.output = Kind::Scene;
+  s.default_threads = "auto";
+  s.default_policy = ErrorPolicy::Skip;
+  s.params = std::move(extra);
+  s.params.push_back(p_float("cache_mb", 1024, "scene cache budget in MiB (decoded clouds reused across epochs)", 0));
+  s.factory = std::move(f);
+  return s;
+}
+
+}  // namespace sl

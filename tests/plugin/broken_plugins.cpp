@@ -1,0 +1,18 @@
+// Shared libraries that are not good plugins, for the loader's errors (tests/graph/plugin_test.cpp):
+// SL_BROKEN_OLD_ABI claims another streamline version; SL_BROKEN_NO_ENTRY has no entry point;
+// SL_BROKEN_THROWS registers a stage type that already exists.
+#include "graph/plugin.h"
+
+#if defined(SL_BROKEN_OLD_ABI)
+extern "C" __attribute__((visibility("default"))) const char* sl_plugin_abi() { return "streamline 0.0.1 (C++ 201703, libstdc++ cxx11 ABI 1)"; }
+extern "C" __attribute__((visibility("default"))) void sl_plugin_register(sl::StageRegistry&) {}
+#elif defined(SL_BROKEN_NO_ENTRY)
+extern "C" __attribute__((visibility("default"))) int sl_something_else() { return 1; }
+#elif defined(SL_BROKEN_THROWS)
+#include "graph/stage.h"
+static void register_again(sl::StageRegistry& r) {
+  sl::StageSchema s = r.get("batch");  // a built-in type: registering it again is refused
+  r.add(std::move(s));
+}
+SL_PLUGIN(register_again)
+#endif
