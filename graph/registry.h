@@ -45,6 +45,15 @@ ParamSpec p_nullable_string(std::string name, std::string doc);  // default null
 
 enum class ErrorPolicy { Fail, Skip };
 
+// What a stage is when `streamline infer` replays a training pipeline on given lines, and when an
+// evaluation prepares held-out data with it:
+//   Prepare: it prepares the model's input (crop, resample, center, a plugin's normalisation):
+//            it runs there as in training -- or as its infer_factory makes it, when it has one.
+//   Augment: it only varies the training data (random jitter, dropout): skipped there.
+//   Data:    it reads, batches or consumes the dataset (scan, readers, batch, to_device,
+//            trainers): infer provides that part itself.
+enum class InferRole { Prepare, Augment, Data };
+
 struct StageSchema {
   std::string type;  // registry name, e.g. "crop_polyline"
   std::string doc;   // one line
@@ -60,6 +69,9 @@ struct StageSchema {
   ErrorPolicy default_policy = ErrorPolicy::Fail;
   std::vector<ParamSpec> params;
   std::function<std::unique_ptr<Stage>(const Params&)> factory;
+  InferRole infer = InferRole::Prepare;
+  // The stage as infer runs it, when that differs (perturb_line: the given line, no noise).
+  std::function<std::unique_ptr<Stage>(const Params&)> infer_factory;
   std::string origin;  // set by the registry: "built-in", or the plugin file that registered it
 };
 

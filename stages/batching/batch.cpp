@@ -244,6 +244,7 @@ void register_batch_stages(StageRegistry& r) {
       p_strings("keys", {"context", "noisy_line", "target_offset"}, "sample tensors to pack, in slot order"),
   };
   s.factory = [](const Params& p) { return std::make_unique<BatchStage>(p); };
+  s.infer = InferRole::Data;  // infer batches its samples itself
   r.add(std::move(s));
 }
 

@@ -143,6 +143,7 @@ void register_device_stages(StageRegistry& r) {
   s.serial_only = true;
   s.params = {p_pos_int("ring", 3, "device buffers in the ring: batches copied ahead of compute (keep below batch.slots)")};
   s.factory = [](const Params& p) { return make_to_device_stage(p, false); };
+  s.infer = InferRole::Data;  // infer batches its samples itself
   r.add(std::move(s));
 }
 

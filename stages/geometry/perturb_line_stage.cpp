@@ -18,11 +18,13 @@ namespace {
 
 class PerturbLine : public Stage {
  public:
-  explicit PerturbLine(const Params& p) : L_((int)p.get_int("points")) {
-    prm_.lateral_sigma = (float)p.get_float("lateral_sigma");
-    prm_.vertical_sigma = (float)p.get_float("vertical_sigma");
-    prm_.jitter_sigma = (float)p.get_float("jitter_sigma");
-    prm_.shift_sigma = (float)p.get_float("shift_sigma");
+  // At inference the given line is the noisy one: resampled to L points, no noise added.
+  PerturbLine(const Params& p, bool inference) : L_((int)p.get_int("points")) {
+    const float k = inference ? 0.f : 1.f;
+    prm_.lateral_sigma = k * (float)p.get_float("lateral_sigma");
+    prm_.vertical_sigma = k * (float)p.get_float("vertical_sigma");
+    prm_.jitter_sigma = k * (float)p.get_float("jitter_sigma");
+    prm_.shift_sigma = k * (float)p.get_float("shift_sigma");
     prm_.smooth_modes = (int)p.get_int("smooth_modes");
   }
   void process(Item in, const Position&, Emitter& out, RunContext&) override {
@@ -58,7 +60,8 @@ void register_perturb_line(StageRegistry& r) {
       p_float("shift_sigma", 0.2, "std of the global xy shift, metres", 0),
       p_int("smooth_modes", 3, "low-frequency sine modes of the smooth offset", 1, 16),
   };
-  s.factory = [](const Params& p) { return std::make_unique<PerturbLine>(p); };
+  s.factory = [](const Params& p) { return std::make_unique<PerturbLine>(p, false); };
+  s.infer_factory = [](const Params& p) { return std::make_unique<PerturbLine>(p, true); };
   r.add(std::move(s));
 }
 

@@ -64,6 +64,7 @@ inline StageSchema reader_schema(const char* type, const char* doc, std::vector<
   s.output = Kind::Scene;
   s.default_threads = "auto";
   s.default_policy = ErrorPolicy::Skip;
+  s.infer = InferRole::Data;  // infer is given the decoded cloud
   s.params = std::move(extra);
   s.params.push_back(p_float("cache_mb", 1024, "scene cache budget in MiB (decoded clouds reused across epochs)", 0));
   s.factory = std::move(f);

@@ -36,6 +36,7 @@ void register_read_lines_json(StageRegistry& r) {
   s.params = {p_strings("categories", {}, "keep only these categories (empty: all)"),
               p_pos_int("max_points", 100000, "a line with more points is an error")};
   s.factory = [](const Params& p) { return std::make_unique<ReadLinesJson>(p); };
+  s.infer = InferRole::Data;  // infer is given the lines
   r.add(std::move(s));
 }
 

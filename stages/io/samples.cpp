@@ -254,6 +254,7 @@ void register_sample_cache_stages(StageRegistry& r) {
         p_strings("keys", kDefaultKeys, "float32 sample tensors to store, each as [N, ...]"),
     };
     s.factory = [](const Params& p) { return std::make_unique<WriteSamples>(p); };
+    s.infer = InferRole::Data;  // a sample cache: infer prepares from a cloud
     r.add(std::move(s));
   }
   {
@@ -270,6 +271,7 @@ void register_sample_cache_stages(StageRegistry& r) {
         p_bool("shuffle", false, "shuffle the order each epoch (seeded by run seed and epoch); false: file order"),
     };
     s.factory = [](const Params& p) { return std::make_unique<ReadSamples>(p); };
+    s.infer = InferRole::Data;  // a sample cache: infer prepares from a cloud
     r.add(std::move(s));
   }
 }

@@ -91,6 +91,7 @@ void register_scan_stage(StageRegistry& r) {
       p_int("limit", 0, "use at most this many scenes (0: all)", 0),
   };
   s.factory = [](const Params& p) { return std::make_unique<ScanDataset>(p); };
+  s.infer = InferRole::Data;  // infer is given one scene
   r.add(std::move(s));
 }
 

@@ -129,6 +129,37 @@ std::string make_eval_pipeline(const std::string& pipeline_json, const std::stri
   d["device"].SetString("cpu", a);
   std::string name = std::string(d["name"].GetString()) + "_eval";
   d["name"].SetString(name.c_str(), a);
+  // Augmentation stages only vary training data: the held-out data goes without them, and a
+  // stage that named one as its input takes that stage's input instead.
+  auto& stages = d["stages"];
+  std::map<std::string, std::string> input_of_dropped;
+  std::string previous;
+  for (auto it = stages.Begin(); it != stages.End();) {
+    const std::string sid = (*it)["id"].GetString();
+    const StageSchema* schema = StageRegistry::instance().find((*it)["type"].GetString());
+    std::string input = previous;
+    if (it->HasMember("inputs") && (*it)["inputs"].IsArray() && !(*it)["inputs"].Empty())
+      input = (*it)["inputs"][0].GetString();
+    else if (it->HasMember("inputs") && (*it)["inputs"].IsString())
+      input = (*it)["inputs"].GetString();
+    previous = sid;
+    if (schema && schema->infer == InferRole::Augment) {
+      input_of_dropped[sid] = input;
+      it = stages.Erase(it);
+    } else {
+      ++it;
+    }
+  }
+  auto resolve = [&](std::string id) {
+    for (auto f = input_of_dropped.find(id); f != input_of_dropped.end(); f = input_of_dropped.find(id)) id = f->second;
+    return id;
+  };
+  for (auto& s : stages.GetArray()) {
+    if (!s.HasMember("inputs")) continue;
+    if (s["inputs"].IsString()) s["inputs"].SetString(resolve(s["inputs"].GetString()).c_str(), a);
+    else if (s["inputs"].IsArray())
+      for (auto& in : s["inputs"].GetArray()) in.SetString(resolve(in.GetString()).c_str(), a);
+  }
   for (auto& s : d["stages"].GetArray()) {
     std::string type = s["type"].GetString();
     auto& p = s["params"];
@@ -201,6 +232,7 @@ void register_eval_stage(StageRegistry& r) {
   s.serial_only = true;
   s.params = {p_required_string("model", "checkpoint file, or a run folder (its latest checkpoint); live:<id> inside a training run")};
   s.factory = [](const Params& p) { return std::make_unique<EvalStep>(p); };
+  s.infer = InferRole::Data;  // the model is the checkpoint's
   r.add(std::move(s));
 }
 

@@ -1,6 +1,6 @@
 #include "stages/train/infer.h"
 
-#include <limits>
+#include <memory>
 
 #include <rapidjson/document.h>
 
@@ -10,60 +10,54 @@
 #include "kernels/model.h"
 #include "kernels/safetensors.h"
 #include "stages/geometry/center.h"
-#include "stages/geometry/crop.h"
+#include "graph/stage.h"
 #include "stages/geometry/perturb.h"
-#include "stages/geometry/resample.h"
 #include "stages/train/checkpoints.h"
 
 namespace sl {
 
 namespace {
 
-struct Prep {
-  float radius = 2, z_min = -1e9f, z_max = 1e9f, cell = 0;
-  double max_length = 20;
-  int64_t min_points = 32;
-  int P = 1024, L = 32;
-  bool rotate = false;
-  ModelConfig model;
+// A stage's outputs, collected (the replay runs the stages one item at a time, in order).
+class Collect : public Emitter {
+ public:
+  std::vector<Item> items;
+  void emit(Item item) override { items.push_back(std::move(item)); }
+  void emit_marker(Envelope::Type, Position) override {}
 };
 
-Prep prep_from(const std::string& text, const std::string& where) {
-  PipelineSpec spec = parse_pipeline(text, where);
-  Prep p;
+struct Replay {
+  ModelConfig model;
+  std::vector<std::unique_ptr<Stage>> stages;  // the Prepare stages, in pipeline order
+  std::vector<std::string> ids;
+};
+
+// The training pipeline as inference runs it: the stages that prepare the model's input (their
+// inference form where they have one), without the dataset's and the augmentation's stages.
+Replay replay_of(const PipelineSpec& spec, const std::string& where) {
+  Replay r;
   bool have_train = false;
   for (const auto& s : spec.stages) {
-    Params q = spec.params(s.index);
-    if (s.type == "split_lines") {
-      p.max_length = q.get_float("max_length");
-    } else if (s.type == "crop_polyline") {
-      p.radius = (float)q.get_float("radius");
-      p.z_min = (float)q.get_float("z_min");
-      p.z_max = (float)q.get_float("z_max");
-      p.cell = (float)q.get_float("cell");
-      p.min_points = q.get_int("min_points");
-      if (q.get_string("around") != "noisy_line")
-        throw Error(where + ": the model was trained on crops around the true line (crop.around = line); "
-                            "inference only has the given line, so it cannot reproduce that input");
-    } else if (s.type == "resample") {
-      p.P = (int)q.get_int("points");
-    } else if (s.type == "perturb_line") {
-      p.L = (int)q.get_int("points");
-    } else if (s.type == "center") {
-      p.rotate = q.get_bool("rotate");
-      if (q.get_string("frame_from") != "noisy_line")
-        throw Error(where + ": the model was trained centred on the true line (center.frame_from = line); "
-                            "inference only has the given line, so it cannot reproduce that input");
-    } else if (s.type == "train_step") {
-      p.model = model_config_from(q.get_object("model"));
+    const StageSchema& schema = *s.schema;
+    if (s.type == "train_step") {
+      r.model = model_config_from(spec.params(s.index).get_object("model"));
       have_train = true;
     }
+    if (schema.infer != InferRole::Prepare) continue;
+    const auto& make = schema.infer_factory ? schema.infer_factory : schema.factory;
+    r.stages.push_back(make(spec.params(s.index)));
+    r.stages.back()->id = s.id;
+    r.ids.push_back(s.id);
+    const Kind want_in = r.stages.size() == 1 ? Kind::Scene : Kind::Sample;
+    if (schema.input != want_in || schema.output != Kind::Sample)
+      fail(where, "stage '" + s.id + "' (" + s.type + ") takes " + kind_name(schema.input) + " and makes " +
+                      kind_name(schema.output) + "; inference replays a chain Scene -> Sample -> ... -> Sample");
   }
-  if (!have_train) throw Error(where + ": pipeline has no train_step stage to take the model widths from");
-  if (p.cell <= 0) p.cell = p.radius / 2;  // as crop_polyline
-  if (p.z_min <= -1e9f) p.z_min = -std::numeric_limits<float>::infinity();
-  if (p.z_max >= 1e9f) p.z_max = std::numeric_limits<float>::infinity();
-  return p;
+  if (!have_train) fail(where, "the pipeline has no train_step stage to take the model widths from");
+  if (r.stages.empty())
+    fail(where, "no stage of the pipeline prepares the model's input from a scene (a pipeline that trains from a "
+                "sample cache?): pass the pipeline that prepared the samples with --pipeline");
+  return r;
 }
 
 }  // namespace
@@ -79,58 +73,108 @@ LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, c
     text = it->second;
     where = checkpoint + ": __metadata__/pipeline";
   }
-  const Prep prep = prep_from(text, where);
-  check_checkpoint_widths(checkpoint, prep.model);  // before allocating a model of those widths
-  LineRefiner model(prep.model, 0);
+  const PipelineSpec spec = parse_pipeline(text, where);  // its plugins load here
+  Replay replay = replay_of(spec, where);
+  check_checkpoint_widths(checkpoint, replay.model);  // before allocating a model of those widths
+  LineRefiner model(replay.model, 0);
   load_checkpoint(checkpoint, model, nullptr, nullptr);
   if (cloud.size() == 0) throw Error("the scene has no points");
-  auto index = GridIndex::build(cloud, prep.cell);
 
-  // Every piece of every line becomes one row of one batch.
+  // The scene as the readers would have made it: the given cloud and the given lines.
+  auto scene = std::make_shared<Scene>();
+  auto c = std::make_shared<PointCloud>(cloud);
+  c->fields = {"x", "y", "z", "intensity"};
+  scene->cloud = std::move(c);
+  scene->lines = lines.lines;
+  scene->ref.name = lines.frame.empty() ? "scene" : lines.frame;
+  RunContext ctx;
+  ctx.seed = spec.seed;
+  ctx.quiet = true;
+  for (auto& st : replay.stages) st->start(ctx);
+
+  // Every piece of every line: the first stage's samples (their "line": the given piece).
   struct Piece {
-    size_t line;
-    Frame frame;
-    bool ok;
+    int64_t line = 0, piece = 0;
+    std::vector<std::array<float, 3>> given;
+    std::shared_ptr<Sample> sample;  // null: a stage dropped it (left as given)
   };
   std::vector<Piece> pieces;
-  std::vector<std::vector<std::array<float, 3>>> piece_pts;
-  std::vector<float> context, noisy;
-  for (size_t l = 0; l < lines.lines.size(); ++l) {
-    const auto split = split_polyline(lines.lines[l].points, prep.max_length);
-    for (size_t k = 0; k < split.size(); ++k) {
-      // As in training: the line resampled to L points is the model's noisy_line, and the
-      // crop is taken around it.
-      Tensor line_t = resample_polyline(split[k], prep.L);
-      const Polyline frame_line = polyline_of(line_t);
-      auto crop = crop_polyline(cloud, *index, frame_line, prep.radius, prep.z_min, prep.z_max);
-      Piece pc{l, {}, (int64_t)crop.size() >= prep.min_points};
-      if (!pc.ok) {
+  Collect first;
+  replay.stages[0]->process(std::shared_ptr<const Scene>(scene), Position{}, first, ctx);
+  for (auto& item : first.items) {
+    auto s = std::get<std::shared_ptr<Sample>>(item);
+    Piece p{s->line_index, s->piece, {}, s};
+    if (s->tensors.count("line")) p.given = polyline_of(s->at("line")).points;
+    pieces.push_back(std::move(p));
+  }
+  // A stage may drop a piece (an error, or a reject such as too few points near the line): that
+  // piece stays as given, and the report says why.
+  std::string rejected;
+  for (auto& st : replay.stages) st->reject = [&](const std::string&, const std::string& why) { rejected = why; };
+  for (size_t k = 1; k < replay.stages.size(); ++k) {
+    for (auto& p : pieces) {
+      if (!p.sample) continue;
+      Collect out;
+      rejected.clear();
+      try {
+        replay.stages[k]->process(p.sample, Position{}, out, ctx);
+      } catch (const Error& e) {
+        rejected = e.what();
+      }
+      if (out.items.size() > 1)
+        fail(where, "stage '" + replay.ids[k] + "' made " + std::to_string(out.items.size()) +
+                        " samples of one; inference needs one per piece");
+      if (out.items.empty() || !rejected.empty()) {
         if (report)
-          report->notes.push_back("line " + std::to_string(lines.lines[l].id) + " piece " + std::to_string(k) + ": " +
-                                  std::to_string(crop.size()) + " points nearby (min_points " +
-                                  std::to_string(prep.min_points) + "), left as given");
-        pieces.push_back(pc);
-        piece_pts.push_back(frame_line.points);
+          report->notes.push_back("line " + std::to_string(lines.lines[size_t(p.line)].id) + " piece " +
+                                  std::to_string(p.piece) + ": " + replay.ids[k] + ": " +
+                                  (rejected.empty() ? "dropped" : rejected) + "; left as given");
+        p.sample = nullptr;
         continue;
       }
-      Tensor ctx = gather_points(cloud, crop, resample_indices(crop.size(), (size_t)prep.P, mix_seed(l, k)));
-      pc.frame = center_sample(frame_line, prep.rotate, &ctx, {&line_t});
-      context.insert(context.end(), ctx.data.begin(), ctx.data.end());
-      noisy.insert(noisy.end(), line_t.data.begin(), line_t.data.end());
-      pieces.push_back(pc);
-      piece_pts.push_back({});
+      p.sample = std::get<std::shared_ptr<Sample>>(out.items[0]);
     }
   }
-  const int B = (int)(noisy.size() / ((size_t)prep.L * 3));
-  std::vector<float> pred((size_t)B * prep.L * 3);
-  if (B > 0) model.forward(context.data(), noisy.data(), B, prep.P, prep.L, pred.data());
+  for (auto& st : replay.stages) st->finish(ctx);
+
+  // One batch of every piece that got through, in the model's frame.
+  std::vector<float> context, noisy;
+  int64_t P = -1, L = -1;
+  for (const auto& p : pieces) {
+    if (!p.sample) continue;
+    const Tensor& ctx_t = p.sample->at("context");
+    const Tensor& line_t = p.sample->at("noisy_line");
+    if (ctx_t.shape.size() != 2 || ctx_t.shape[1] != replay.model.in_channels || line_t.shape.size() != 2 ||
+        line_t.shape[1] != 3)
+      fail(where, "the replayed preprocessing made context " + ctx_t.shape_str() + " and noisy_line " +
+                      line_t.shape_str() + "; the model takes [P," + std::to_string(replay.model.in_channels) +
+                      "] and [L,3]");
+    if (P < 0) P = ctx_t.shape[0], L = line_t.shape[0];
+    if (ctx_t.shape[0] != P || line_t.shape[0] != L) fail(where, "the replayed samples differ in P or L");
+    context.insert(context.end(), ctx_t.data.begin(), ctx_t.data.end());
+    noisy.insert(noisy.end(), line_t.data.begin(), line_t.data.end());
+  }
+  const int B = L > 0 ? int(noisy.size() / (size_t(L) * 3)) : 0;
+  std::vector<float> pred(size_t(B) * size_t(std::max<int64_t>(L, 0)) * 3);
+  if (B > 0) model.forward(context.data(), noisy.data(), B, int(P), int(L), pred.data());
+
+  // Back to the world: the refined piece is noisy + predicted offset, out of the sample's frame.
+  std::vector<std::vector<std::array<float, 3>>> refined(pieces.size());
   int row = 0;
   for (size_t i = 0; i < pieces.size(); ++i) {
-    if (!pieces[i].ok) continue;
-    for (int64_t j = 0; j < prep.L; ++j) {
-      const float* q = &noisy[((size_t)row * prep.L + j) * 3];
-      const float* d = &pred[((size_t)row * prep.L + j) * 3];
-      piece_pts[i].push_back(pieces[i].frame.to_world({q[0] + d[0], q[1] + d[1], q[2] + d[2]}));
+    if (!pieces[i].sample) {
+      refined[i] = pieces[i].given;
+      continue;
+    }
+    Frame f;
+    if (pieces[i].sample->tensors.count("frame")) {
+      const auto& fr = pieces[i].sample->at("frame").data;  // center's: origin xyz, cos, sin
+      f.origin[0] = fr[0], f.origin[1] = fr[1], f.origin[2] = fr[2], f.cos_yaw = fr[3], f.sin_yaw = fr[4];
+    }
+    for (int64_t j = 0; j < L; ++j) {
+      const float* q = &noisy[(size_t(row) * L + j) * 3];
+      const float* d = &pred[(size_t(row) * L + j) * 3];
+      refined[i].push_back(f.to_world({q[0] + d[0], q[1] + d[1], q[2] + d[2]}));
     }
     ++row;
   }
@@ -142,12 +186,13 @@ LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, c
     pl.id = lines.lines[l].id;
     pl.category = lines.lines[l].category;
     for (size_t i = 0; i < pieces.size(); ++i) {
-      if (pieces[i].line != l) continue;
-      const auto& pts = piece_pts[i];
+      if (pieces[i].line != int64_t(l)) continue;
+      const auto& pts = refined[i];
       if (report) {
         report->pieces++;
-        report->refined_pieces += pieces[i].ok;
+        report->refined_pieces += pieces[i].sample != nullptr;
       }
+      if (pts.empty()) continue;
       size_t start = 0;
       if (!pl.points.empty()) {
         auto& last = pl.points.back();

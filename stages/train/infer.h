@@ -1,6 +1,9 @@
 // Inference: refine the lines of one scene with a trained checkpoint. The preprocessing is the
-// one the checkpoint was trained with (its recorded pipeline: crop radius and line splitting,
-// P, L, centring), applied to the given lines in place of the noisy ones.
+// training pipeline's own (recorded in the checkpoint, plugins included), replayed: every stage
+// whose schema says it prepares the model's input runs, in order, on a scene made of the given
+// cloud and lines -- perturb_line in its inference form (the given line, no noise) -- while the
+// dataset's stages (scan, readers, batch, trainer) and augmentations are left out. A stage added
+// to the pipeline therefore changes training and inference alike.
 #pragma once
 #include <string>
 

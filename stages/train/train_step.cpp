@@ -469,6 +469,7 @@ void register_train_stages(StageRegistry& r) {
       p_string("precision", "fp32", "GPU GEMM precision (the CPU backend is always fp32)", {"fp32", "tf32"}),
   };
   s.factory = [](const Params& p) { return std::make_unique<TrainStep>(p); };
+  s.infer = InferRole::Data;  // the model is the checkpoint's
   r.add(std::move(s));
 }
 

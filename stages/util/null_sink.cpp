@@ -37,6 +37,7 @@ void add_sink(StageRegistry& r, const char* type) {
   s.default_threads = "auto";
   if (K == Kind::Batch) s.default_threads = "1";
   s.factory = [](const Params& p) { return std::make_unique<NullSink<K>>(p); };
+  s.infer = InferRole::Data;  // a sink: infer has its own
   r.add(std::move(s));
 }
 

@@ -13,7 +13,11 @@
 #include "graph/plugin.h"
 #include "graph/spec.h"
 #include "kernels/safetensors.h"
+#include "stages/io/lines_json.h"
+#include "stages/io/pcd.h"
 #include "stages/train/checkpoints.h"
+#include "stages/train/eval_step.h"
+#include "stages/train/infer.h"
 #include "tests/io/io_test_util.h"
 
 namespace sl {
@@ -105,6 +109,54 @@ TEST(Plugin, APipelineThatListsAPluginTrainsWithItsStage) {
   // The checkpoint's pipeline names the plugin: eval and infer can load it again.
   const auto meta = read_safetensors(latest_checkpoint(tmp.path("run"))).metadata;
   EXPECT_NE(meta.at("pipeline").find("libsl_test_plugin.so"), std::string::npos);
+  // Inference replays that pipeline, plugin stage included: with factor 1 (an identity) it gives
+  // exactly what the pipeline without the stage gives, and with the trained factor 0.5 something
+  // else. An augmentation stage (jitter_intensity, InferRole::Augment) changes nothing there, and
+  // evaluation leaves it out.
+  const std::string ckpt = latest_checkpoint(tmp.path("run"));
+  const PointCloud cloud = read_pcd(tmp.path("ds/val/scene_0000.pcd"), PcdReadOptions{});
+  const LinesFile given = read_lines_json(tmp.path("ds/val/scene_0000.json"), {"lane_marking", "curb"});
+  ASSERT_FALSE(given.lines.empty());
+  auto refine = [&](const std::string& pipeline) {
+    InferReport rep;
+    LinesFile out = refine_lines(ckpt, cloud, given, pipeline, &rep);
+    EXPECT_GT(rep.refined_pieces, 0);
+    std::vector<std::array<float, 3>> pts;
+    for (const auto& l : out.lines) pts.insert(pts.end(), l.points.begin(), l.points.end());
+    return pts;
+  };
+  const std::string trained = meta.at("pipeline");
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = trained;
+    const size_t at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return t.replace(at, from.size(), to);
+  };
+  // The scale stage's object in the recorded (compact) pipeline, with the comma after it.
+  const size_t from = trained.find("{\"id\":\"scale\"");
+  ASSERT_NE(from, std::string::npos);
+  size_t to = from;
+  for (int depth = 0; to < trained.size(); ++to) {
+    depth += trained[to] == '{' ? 1 : trained[to] == '}' ? -1 : 0;
+    if (depth == 0) break;
+  }
+  const std::string scale_json = trained.substr(from, to + 2 - from);
+  ASSERT_NE(scale_json.find("scale_intensity"), std::string::npos) << scale_json;
+  const auto as_trained = refine("");
+  const auto identity = refine(with("\"factor\":0.5", "\"factor\":1.0"));
+  const auto without = refine(with(scale_json, ""));
+  EXPECT_EQ(identity, without) << "scale_intensity with factor 1 must change nothing";
+  EXPECT_NE(as_trained, identity) << "the plugin stage must act at inference";
+  const std::string augment = plugin("sl_test_plugin_augment");
+  const std::string jittered = with("\"plugins\":[", "\"plugins\":[\"" + augment + "\",");
+  const std::string with_jitter =
+      std::string(jittered).insert(jittered.find("{\"id\":\"scale\""),
+                                   R"({"id":"jitter","type":"jitter_intensity","params":{"sigma":5.0}},)");
+  EXPECT_EQ(refine(with_jitter), as_trained) << "an augmentation must not act at inference";
+  const std::string eval = make_eval_pipeline(with_jitter, tmp.path("ds/val"), "train", "live:x");
+  EXPECT_EQ(eval.find("jitter_intensity"), std::string::npos) << "evaluation leaves augmentations out";
+  EXPECT_NE(eval.find("scale_intensity"), std::string::npos);
+
   // A missing plugin is an error at its pointer in the pipeline.
   std::string bad = text;
   bad.replace(bad.find(rel), rel.size(), "libnope.so");
