@@ -136,7 +136,7 @@ int cmd_inspect(const InspectArgs& a) {
     lines = read_lines_json(a.file).lines;
     lines_from = a.file;
     std::vector<std::string> exts;
-    for (const auto& f : cloud_formats()) exts.push_back(f.extension);
+    for (const auto* f : cloud_formats()) exts.push_back(f->extension);
     if (auto c = sibling(a.file, fs::path(a.file).stem().string(), exts)) {
       cloud = read_cloud_for_render(*c);
       cloud_from = *c;

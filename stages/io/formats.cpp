@@ -1,82 +1,71 @@
 #include "stages/io/formats.h"
 
+#include <algorithm>
+#include <deque>
 #include <filesystem>
+#include <mutex>
 
 #include "graph/error.h"
-#include "stages/io/kitti.h"
-#include "stages/io/mapped_file.h"
-#include "stages/io/pcd.h"
-#include "stages/io/ply.h"
 
 namespace sl {
 namespace {
 
-int64_t records(const std::string& path, size_t bytes) {
-  const uintmax_t size = std::filesystem::file_size(path);
-  if (size % bytes != 0)
-    fail(path, "size " + std::to_string(size) + " bytes is not a multiple of " + std::to_string(bytes));
-  return int64_t(size / bytes);
+// Rows never move once added (a deque): lookups hand out pointers to them.
+std::mutex g_mu;
+std::deque<CloudFormat>& rows() {
+  static std::deque<CloudFormat> r;
+  return r;
 }
-
-PointCloud decode_pcd(const std::string& path, bool drop_nan, int64_t* dropped) {
-  PcdReadOptions opt;
-  opt.drop_nan = drop_nan;
-  return read_pcd(path, opt, dropped);
-}
-int64_t count_pcd(const std::string& path) {
-  MappedFile f(path);
-  return parse_pcd_header(f.data(), f.size(), path).points;
-}
-void write_pcd_binary(const std::string& path, const PointCloud& c) { write_pcd(path, c, PcdDataMode::Binary); }
-
-int64_t count_ply(const std::string& path) {
-  MappedFile f(path);
-  return parse_ply_header(f.data(), f.size(), path).vertices;
-}
-void write_ply_binary(const std::string& path, const PointCloud& c) { write_ply(path, c, true); }
 
 }  // namespace
 
-const std::vector<CloudFormat>& cloud_formats() {
-  static const std::vector<CloudFormat> rows = {
-      {"pcd", ".pcd", "PCL's PCD v0.5/v0.7: ascii, binary, binary_compressed; fields x y z intensity", decode_pcd,
-       count_pcd, write_pcd_binary},
-      {"bin", ".bin", "KITTI velodyne: N x 4 float32 (x y z intensity), no header", read_kitti_bin,
-       [](const std::string& p) { return records(p, 16); }, write_kitti_bin},
-      {"nuscenes", ".pcd.bin", "nuScenes LiDAR sweep: N x 5 float32 (x y z intensity ring), no header",
-       read_nuscenes_bin, [](const std::string& p) { return records(p, 20); }, write_nuscenes_bin},
-      {"ply", ".ply", "PLY ascii or binary_little_endian: vertex x y z and intensity (or scalar_intensity, scalar)",
-       read_ply, count_ply, write_ply_binary},
-  };
-  return rows;
+void add_cloud_format(CloudFormat f) {
+  if (f.name.empty() || f.extension.empty() || !f.decode || !f.count || !f.write)
+    throw Error("cloud format '" + f.name + "' needs a name, an extension, a decoder, a count and a writer");
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (const auto& r : rows())
+    if (r.name == f.name || r.extension == f.extension)
+      throw Error("cloud format '" + f.name + "' (" + f.extension + ") clashes with '" + r.name + "' (" + r.extension + ")");
+  rows().push_back(std::move(f));
+}
+
+CloudFormatRegistrar::CloudFormatRegistrar(CloudFormat (*row)()) { add_cloud_format(row()); }
+
+std::vector<const CloudFormat*> cloud_formats() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::vector<const CloudFormat*> out;
+  for (const auto& r : rows()) out.push_back(&r);
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  return out;
 }
 
 std::vector<std::string> cloud_format_names() {
   std::vector<std::string> out;
-  for (const auto& f : cloud_formats()) out.push_back(f.name);
+  for (const auto* f : cloud_formats()) out.push_back(f->name);
   return out;
 }
 
 std::string cloud_extensions_text() {
   std::string out;
-  for (const auto& f : cloud_formats()) out += (out.empty() ? "" : ", ") + f.extension;
+  for (const auto* f : cloud_formats()) out += (out.empty() ? "" : ", ") + f->extension;
   return out;
 }
 
 const CloudFormat& cloud_format(const std::string& name, const std::string& where) {
-  for (const auto& f : cloud_formats())
-    if (f.name == name) return f;
+  for (const auto* f : cloud_formats())
+    if (f->name == name) return *f;
   std::string names;
-  for (const auto& f : cloud_formats()) names += (names.empty() ? "" : ", ") + f.name;
+  for (const auto& n : cloud_format_names()) names += (names.empty() ? "" : ", ") + n;
   fail(where, "unknown cloud format '" + name + "' (known: " + names + ")");
 }
 
 const CloudFormat* format_of_path(const std::string& path) {
   const CloudFormat* best = nullptr;
-  for (const auto& f : cloud_formats())
-    if (path.size() > f.extension.size() && path.compare(path.size() - f.extension.size(), f.extension.size(), f.extension) == 0 &&
-        (!best || f.extension.size() > best->extension.size()))
-      best = &f;
+  for (const auto* f : cloud_formats())
+    if (path.size() > f->extension.size() &&
+        path.compare(path.size() - f->extension.size(), f->extension.size(), f->extension) == 0 &&
+        (!best || f->extension.size() > best->extension.size()))
+      best = f;
   return best;
 }
 

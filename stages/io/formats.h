@@ -1,6 +1,7 @@
 // The point-cloud formats streamline reads, one row each. scan_dataset (which files are scenes),
-// read_cloud (the decoder), inspect, infer and gen-data all look a file's format up here, so a
-// new format is one row (and its reader) -- nothing else changes.
+// read_cloud (the decoder), inspect, infer and gen-data all look a file's format up here. A
+// format's reader file ends with its row -- SL_REGISTER_CLOUD_FORMAT(fn), fn returning the row --
+// so a new format is one new file and nothing else edited (see stages/io/ply.cpp).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -23,7 +24,18 @@ struct CloudFormat {
   void (*write)(const std::string& path, const PointCloud& cloud);
 };
 
-const std::vector<CloudFormat>& cloud_formats();
+// Adds a row; throws sl::Error on a name or an extension already taken.
+void add_cloud_format(CloudFormat f);
+struct CloudFormatRegistrar {
+  explicit CloudFormatRegistrar(CloudFormat (*row)());
+};
+#define SL_FORMAT_CONCAT2(a, b) a##b
+#define SL_FORMAT_CONCAT(a, b) SL_FORMAT_CONCAT2(a, b)
+#define SL_REGISTER_CLOUD_FORMAT(row_fn) \
+  static const ::sl::CloudFormatRegistrar SL_FORMAT_CONCAT(sl_cloud_format_registrar_, __LINE__) { row_fn }
+
+// Every row, by name.
+std::vector<const CloudFormat*> cloud_formats();
 std::vector<std::string> cloud_format_names();
 // The row named `name`; throws sl::Error at `where` listing the formats when there is none.
 const CloudFormat& cloud_format(const std::string& name, const std::string& where);
@@ -32,7 +44,7 @@ const CloudFormat& cloud_format(const std::string& name, const std::string& wher
 const CloudFormat* format_of_path(const std::string& path);
 // A file's stem without its format's extension ("scene_0001" for "dir/scene_0001.pcd.bin").
 std::string cloud_stem(const std::string& path, const CloudFormat& f);
-// ".pcd, .bin, .pcd.bin, .ply": for messages.
+// ".bin, .pcd.bin, .pcd, .ply" (by format name): for messages.
 std::string cloud_extensions_text();
 // Decodes `path` by its extension; throws sl::Error naming the file when no format has it.
 PointCloud read_cloud_file(const std::string& path, bool drop_nan = true, int64_t* dropped = nullptr);

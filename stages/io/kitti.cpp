@@ -5,6 +5,7 @@
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "stages/io/formats.h"
 #include "stages/io/mapped_file.h"
 
 namespace sl {
@@ -74,5 +75,25 @@ void write_kitti_bin(const std::string& path, const PointCloud& cloud) {
 void write_nuscenes_bin(const std::string& path, const PointCloud& cloud) {
   write_float_records(path, cloud, {"x", "y", "z", "intensity", "ring"}, "nuScenes .pcd.bin");
 }
+
+// Their rows of the cloud-format table (stages/io/formats.h).
+namespace {
+int64_t records(const std::string& path, size_t bytes) {
+  MappedFile f(path);
+  if (f.size() % bytes != 0)
+    fail(path, "size " + std::to_string(f.size()) + " bytes is not a multiple of " + std::to_string(bytes));
+  return int64_t(f.size() / bytes);
+}
+CloudFormat kitti_format() {
+  return {"bin", ".bin", "KITTI velodyne: N x 4 float32 (x y z intensity), no header", read_kitti_bin,
+          [](const std::string& p) { return records(p, 16); }, write_kitti_bin};
+}
+CloudFormat nuscenes_format() {
+  return {"nuscenes", ".pcd.bin", "nuScenes LiDAR sweep: N x 5 float32 (x y z intensity ring), no header",
+          read_nuscenes_bin, [](const std::string& p) { return records(p, 20); }, write_nuscenes_bin};
+}
+SL_REGISTER_CLOUD_FORMAT(kitti_format);
+SL_REGISTER_CLOUD_FORMAT(nuscenes_format);
+}  // namespace
 
 }  // namespace sl

@@ -11,6 +11,7 @@
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "stages/io/formats.h"
 #include "stages/io/mapped_file.h"
 
 namespace sl {
@@ -701,5 +702,27 @@ void write_pcd(const std::string& path, const PointCloud& cloud, PcdDataMode mod
   std::string_view pieces[2] = {head, body};
   write_file_atomic(path, pieces, 2);
 }
+
+// The PCD row of the cloud-format table (stages/io/formats.h).
+namespace {
+CloudFormat pcd_format() {
+  CloudFormat f;
+  f.name = "pcd";
+  f.extension = ".pcd";
+  f.doc = "PCL's PCD v0.5/v0.7: ascii, binary, binary_compressed; fields x y z intensity";
+  f.decode = [](const std::string& path, bool drop_nan, int64_t* dropped) {
+    PcdReadOptions opt;
+    opt.drop_nan = drop_nan;
+    return read_pcd(path, opt, dropped);
+  };
+  f.count = [](const std::string& path) {
+    MappedFile m(path);
+    return parse_pcd_header(m.data(), m.size(), path).points;
+  };
+  f.write = [](const std::string& path, const PointCloud& c) { write_pcd(path, c, PcdDataMode::Binary); };
+  return f;
+}
+SL_REGISTER_CLOUD_FORMAT(pcd_format);
+}  // namespace
 
 }  // namespace sl

@@ -11,6 +11,7 @@
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "stages/io/formats.h"
 #include "stages/io/mapped_file.h"
 
 namespace sl {
@@ -368,5 +369,23 @@ void write_ply(const std::string& path, const PointCloud& cloud, bool binary) {
   }
   write_file_atomic(path, out);
 }
+
+// The PLY row of the cloud-format table (stages/io/formats.h): this file is the whole format.
+namespace {
+CloudFormat ply_format() {
+  CloudFormat f;
+  f.name = "ply";
+  f.extension = ".ply";
+  f.doc = "PLY ascii or binary_little_endian: vertex x y z and intensity (or scalar_intensity, scalar)";
+  f.decode = read_ply;
+  f.count = [](const std::string& path) {
+    MappedFile m(path);
+    return parse_ply_header(m.data(), m.size(), path).vertices;
+  };
+  f.write = [](const std::string& path, const PointCloud& c) { write_ply(path, c, true); };
+  return f;
+}
+SL_REGISTER_CLOUD_FORMAT(ply_format);
+}  // namespace
 
 }  // namespace sl

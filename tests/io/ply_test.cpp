@@ -186,18 +186,22 @@ TEST(CloudFormats, TheLongestExtensionDecidesAndEveryRowRoundTripsThroughItsWrit
     cloud_format("las", "here");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("here: unknown cloud format 'las' (known: pcd, bin, nuscenes, ply)"),
+    EXPECT_NE(std::string(e.what()).find("here: unknown cloud format 'las' (known: bin, nuscenes, pcd, ply)"),
               std::string::npos)
         << e.what();
   }
   TempDir tmp;
   const PointCloud cloud = test::random_cloud(300, {"x", "y", "z", "intensity"}, 9);
-  for (const CloudFormat& f : cloud_formats()) {
-    const std::string path = tmp.path("c" + f.extension);
-    f.write(path, cloud);
-    EXPECT_EQ(f.count(path), 300) << f.name;
-    EXPECT_EQ(read_cloud_file(path).columns, cloud.columns) << f.name;
+  for (const CloudFormat* f : cloud_formats()) {
+    const std::string path = tmp.path("c" + f->extension);
+    f->write(path, cloud);
+    EXPECT_EQ(f->count(path), 300) << f->name;
+    EXPECT_EQ(read_cloud_file(path).columns, cloud.columns) << f->name;
   }
+  // A new row: a name or an extension already taken is refused.
+  CloudFormat again = *format_of_path("x.ply");
+  again.name = "ply2";
+  EXPECT_THROW(add_cloud_format(again), Error);
 }
 
 }  // namespace
