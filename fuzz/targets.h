@@ -180,12 +180,13 @@ inline void pipeline(const uint8_t* data, size_t size) {
     pos = next;
   }
   try {
-    PipelineSpec spec = parse_pipeline(text, "fuzz.json", sets);
+    // The recorded form: a fuzzed "plugins" list must never make the fuzzer load a library.
+    PipelineSpec spec = parse_recorded_pipeline(text, "fuzz.json", sets);
     validate_graph(spec);
     const std::string resolved = spec.resolved_json(false);
     (void)to_dot(spec);
     // The resolved JSON is what checkpoints record and eval re-reads: it must parse again.
-    PipelineSpec again = parse_pipeline(resolved, "resolved.json");
+    PipelineSpec again = parse_recorded_pipeline(resolved, "resolved.json");
     SL_FUZZ_CHECK(again.stages.size() == spec.stages.size());
   } catch (const Error&) {
   }

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <mutex>
 
@@ -19,6 +20,14 @@ std::string plugin_abi() { return SL_PLUGIN_ABI; }
 std::vector<std::string> loaded_plugins() {
   std::lock_guard<std::mutex> lock(g_mu);
   return g_loaded;
+}
+
+bool plugin_loaded(const std::string& path) {
+  std::error_code ec;
+  const std::string canon = std::filesystem::canonical(path, ec).string();
+  if (ec) return false;
+  std::lock_guard<std::mutex> lock(g_mu);
+  return std::find(g_loaded.begin(), g_loaded.end(), canon) != g_loaded.end();
 }
 
 void load_plugin(const std::string& path) {
@@ -41,6 +50,9 @@ void load_plugin(const std::string& path) {
   using RegisterFn = void (*)(StageRegistry&);
   auto abi = reinterpret_cast<AbiFn>(::dlsym(h, "sl_plugin_abi"));
   auto add = reinterpret_cast<RegisterFn>(::dlsym(h, "sl_plugin_register"));
+  // SL_REGISTER_STAGES objects of the library were queued while it loaded, not run: they run
+  // here, after the checks, like its entry point.
+  std::vector<StageRegisterFn> queued = take_late_registrars();
   if (!abi || !add)
     fail(path, "not a streamline plugin: no sl_plugin_abi/sl_plugin_register entry point (define one with "
                "SL_PLUGIN(your_register_function) from graph/plugin.h)");
@@ -50,6 +62,7 @@ void load_plugin(const std::string& path) {
                    "; rebuild the plugin against this streamline");
   reg.set_origin(canon);
   try {
+    for (StageRegisterFn fn : queued) fn(reg);
     add(reg);
   } catch (const std::exception& e) {
     reg.set_origin("built-in");

@@ -46,7 +46,8 @@ std::string plugin_abi();
 // registered twice, a schema without docs...).
 void load_plugin(const std::string& path);
 
-// The plugins loaded so far, by canonical path.
+// The plugins loaded so far, by canonical path; whether `path` is one of them.
 std::vector<std::string> loaded_plugins();
+bool plugin_loaded(const std::string& path);
 
 }  // namespace sl

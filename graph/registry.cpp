@@ -135,10 +135,21 @@ std::vector<StageRegisterFn>& registrars() {
 StageRegistry* g_registry = nullptr;  // once instance() has run
 }  // namespace
 
+static std::vector<StageRegisterFn>& late_registrars() {
+  static std::vector<StageRegisterFn> fns;
+  return fns;
+}
+
 StageRegistrar::StageRegistrar(StageRegisterFn fn) {
   std::lock_guard<std::mutex> lock(g_registrars_mu);
-  if (g_registry) fn(*g_registry);  // a library loaded after the registry was built
-  else registrars().push_back(fn);
+  (g_registry ? late_registrars() : registrars()).push_back(fn);
+}
+
+std::vector<StageRegisterFn> take_late_registrars() {
+  std::lock_guard<std::mutex> lock(g_registrars_mu);
+  std::vector<StageRegisterFn> out;
+  out.swap(late_registrars());
+  return out;
 }
 
 StageRegistry& StageRegistry::instance() {

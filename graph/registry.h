@@ -3,6 +3,7 @@
 // concurrency and error policy). Registration without a schema does not compile: the only
 // entry point is StageRegistry::add(StageSchema), and a schema must carry a factory.
 #pragma once
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -88,7 +89,7 @@ class StageRegistry {
   void set_origin(std::string origin) { origin_ = std::move(origin); }
 
  private:
-  std::vector<StageSchema> schemas_;
+  std::deque<StageSchema> schemas_;  // a deque: a plugin adding schemas moves none
   std::string origin_ = "built-in";
 };
 
@@ -102,6 +103,9 @@ using StageRegisterFn = void (*)(StageRegistry&);
 struct StageRegistrar {
   explicit StageRegistrar(StageRegisterFn fn);
 };
+// Registrars of a library loaded after the registry was built (a plugin) are queued, not run:
+// the plugin loader takes them and runs them after its checks (graph/plugin.cpp).
+std::vector<StageRegisterFn> take_late_registrars();
 #define SL_REGISTER_STAGES(fn) static const ::sl::StageRegistrar sl_stage_registrar_{fn}
 
 }  // namespace sl

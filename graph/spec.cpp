@@ -278,8 +278,24 @@ static int parse_threads(const Value& v, const std::string& where) {
   fail(where, "expected a positive integer or \"auto\", got " + describe(v));
 }
 
+namespace {
+PipelineSpec parse(const std::string& text, const std::string& path, const std::vector<std::string>& overrides,
+                   bool load_plugins);
+}  // namespace
+
 PipelineSpec parse_pipeline(const std::string& text, const std::string& path,
                             const std::vector<std::string>& overrides) {
+  return parse(text, path, overrides, true);
+}
+
+PipelineSpec parse_recorded_pipeline(const std::string& text, const std::string& where,
+                                     const std::vector<std::string>& overrides) {
+  return parse(text, where, overrides, false);
+}
+
+namespace {
+PipelineSpec parse(const std::string& text, const std::string& path, const std::vector<std::string>& overrides,
+                   bool load_plugins) {
   PipelineSpec spec;
   spec.source_path = path;
   spec.doc = std::make_shared<rapidjson::Document>();
@@ -346,10 +362,16 @@ PipelineSpec parse_pipeline(const std::string& text, const std::string& path,
     std::filesystem::path pp(plugins[k].GetString());
     if (pp.is_relative() && std::filesystem::is_regular_file(path)) pp = std::filesystem::path(path).parent_path() / pp;
     const std::string where = P + "/plugins/" + std::to_string(k);
-    try {
-      load_plugin(pp.string());
-    } catch (const Error& e) {
-      fail(where, e.what());
+    if (!load_plugins) {
+      if (!plugin_loaded(pp.string()))
+        fail(where, "names the plugin '" + pp.string() + "', which is not loaded; a recorded pipeline never loads " +
+                        "code by itself: pass --plugin " + pp.string() + " if you trust it");
+    } else {
+      try {
+        load_plugin(pp.string());
+      } catch (const Error& e) {
+        fail(where, e.what());
+      }
     }
     plugins[k].SetString(std::filesystem::absolute(pp).lexically_normal().string().c_str(), a);
   }
@@ -429,6 +451,7 @@ PipelineSpec parse_pipeline(const std::string& text, const std::string& path,
   validate_graph(spec);
   return spec;
 }
+}  // namespace
 
 PipelineSpec load_pipeline(const std::string& path, const std::vector<std::string>& overrides) {
   return parse_pipeline(read_file(path), path, overrides);

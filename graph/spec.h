@@ -71,6 +71,11 @@ struct PipelineSpec {
 // and line:column (syntax) or the JSON pointer (meaning) of the first problem.
 PipelineSpec parse_pipeline(const std::string& text, const std::string& path,
                             const std::vector<std::string>& overrides = {});
+// A pipeline recorded in a file someone else may have made (a checkpoint's __metadata__): parsed
+// like any pipeline, except that it never loads code -- every plugin it lists must be loaded
+// already (--plugin), or it is an error that says so.
+PipelineSpec parse_recorded_pipeline(const std::string& text, const std::string& where,
+                                     const std::vector<std::string>& overrides = {});
 PipelineSpec load_pipeline(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // Edges, kinds and sample keys: the checks `streamline validate` runs beyond the params.

@@ -93,7 +93,8 @@ class ToDevice : public Stage {
         try {
           d = ring_->try_submit(p.batch);  // the ring holds the host batch until its copy is done
         } catch (...) {
-          pending_.pop_front();  // the failed batch goes; the queue behind it is not stuck
+          pending_.pop_front();  // the failed batch goes; the queue behind it is not stuck:
+          if (!pending_.empty()) wake();  // what waited behind it drains on the next wake
           throw;
         }
       }

@@ -1,5 +1,6 @@
 #include "stages/io/ply.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -88,8 +89,12 @@ Header read_header(const char* d, size_t n, const std::string& name) {
   for (;;) {
     if (pos >= n) bad(name, pos, "the header has no end_header line (truncated?)");
     if (pos > kMaxHeaderBytes) bad(name, pos, "the header is longer than 1 MiB without an end_header line");
-    const char* nl = static_cast<const char*>(std::memchr(d + pos, '\n', n - pos));
-    if (!nl) bad(name, pos, "the header has no end_header line (truncated?)");
+    // Searched only as far as a header may reach: one endless "line" is refused, not split.
+    const size_t reach = std::min(n, kMaxHeaderBytes + 1);
+    const char* nl = static_cast<const char*>(std::memchr(d + pos, '\n', reach - pos));
+    if (!nl)
+      bad(name, pos, reach < n ? "the header is longer than 1 MiB without an end_header line"
+                               : "the header has no end_header line (truncated?)");
     std::string_view line(d + pos, size_t(nl - (d + pos)));
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const size_t at = pos;
@@ -286,8 +291,9 @@ PointCloud parse_ply(const char* d, size_t n, const std::string& name, bool drop
     stride += size_t(v.props[i].type.size);
   }
   const size_t left = n - off;
-  const size_t min_record = h.binary ? stride : 2 * nprops;  // ascii: a digit and a separator per value
-  if (v.count > left / min_record)
+  // ascii: a digit and a separator per value, but the last line may end without a newline
+  const size_t min_record = h.binary ? stride : 2 * nprops;
+  if (v.count > (h.binary ? left : left + 1) / min_record)
     bad(name, off, std::to_string(v.count) + " vertices need at least " + std::to_string(min_record) +
                        " bytes each, and " + std::to_string(left) + " bytes are left (truncated, or a wrong count?)");
   const size_t count = size_t(v.count);

@@ -109,7 +109,7 @@ ModelConfig config_from_checkpoint(const std::string& path) {
   // Parsed and checked like any pipeline (as infer does): a corrupt or hand-edited record is an
   // sl::Error naming the file, not an assertion or a read of the wrong JSON type (found by
   // fuzz/fuzz_checkpoint).
-  PipelineSpec spec = parse_pipeline(it->second, path + ": __metadata__/pipeline");
+  PipelineSpec spec = parse_recorded_pipeline(it->second, path + ": __metadata__/pipeline");
   for (const auto& s : spec.stages)
     if (s.type == "train_step") {
       ModelConfig cfg = model_config_from(spec.params(s.index).get_object("model"));

@@ -65,7 +65,8 @@ Replay replay_of(const PipelineSpec& spec, const std::string& where) {
 LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, const LinesFile& lines,
                        const std::string& pipeline_json, InferReport* report) {
   std::string text = pipeline_json, where = "pipeline";
-  if (text.empty()) {
+  const bool recorded = text.empty();  // a checkpoint's own record never loads plugins by itself
+  if (recorded) {
     auto meta = read_safetensors(checkpoint).metadata;
     auto it = meta.find("pipeline");
     if (it == meta.end())
@@ -73,7 +74,7 @@ LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, c
     text = it->second;
     where = checkpoint + ": __metadata__/pipeline";
   }
-  const PipelineSpec spec = parse_pipeline(text, where);  // its plugins load here
+  const PipelineSpec spec = recorded ? parse_recorded_pipeline(text, where) : parse_pipeline(text, where);
   Replay replay = replay_of(spec, where);
   check_checkpoint_widths(checkpoint, replay.model);  // before allocating a model of those widths
   LineRefiner model(replay.model, 0);
@@ -99,6 +100,10 @@ LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, c
     std::shared_ptr<Sample> sample;  // null: a stage dropped it (left as given)
   };
   std::vector<Piece> pieces;
+  // A stage may drop a piece (an error, or a reject such as too few points near the line): that
+  // piece stays as given, and the report says why.
+  std::string rejected;
+  for (auto& st : replay.stages) st->reject = [&](const std::string&, const std::string& why) { rejected = why; };
   Collect first;
   replay.stages[0]->process(std::shared_ptr<const Scene>(scene), Position{}, first, ctx);
   for (auto& item : first.items) {
@@ -107,10 +112,6 @@ LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, c
     if (s->tensors.count("line")) p.given = polyline_of(s->at("line")).points;
     pieces.push_back(std::move(p));
   }
-  // A stage may drop a piece (an error, or a reject such as too few points near the line): that
-  // piece stays as given, and the report says why.
-  std::string rejected;
-  for (auto& st : replay.stages) st->reject = [&](const std::string&, const std::string& why) { rejected = why; };
   for (size_t k = 1; k < replay.stages.size(); ++k) {
     for (auto& p : pieces) {
       if (!p.sample) continue;

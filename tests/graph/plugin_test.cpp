@@ -68,6 +68,28 @@ TEST(Plugin, FilesThatAreNoPluginOfThisBuildAreClearErrors) {
     EXPECT_NE(e.find(reason), std::string::npos) << e;
   }
   EXPECT_EQ(StageRegistry::instance().get("batch").origin, "built-in") << "origin restored after a failed plugin";
+  EXPECT_EQ(StageRegistry::instance().find("stowaway"), nullptr)
+      << "a refused plugin's SL_REGISTER_STAGES objects must not register anything";
+}
+
+// A pipeline recorded in a checkpoint never loads code by itself: a plugin it names must have
+// been loaded (--plugin), or parsing it says so.
+TEST(Plugin, ARecordedPipelineNeverLoadsAPlugin) {
+  const std::string lib = plugin("sl_test_plugin_no_entry");  // never loaded successfully
+  std::ifstream f(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  text.insert(text.find("\"stages\""), "\"plugins\": [\"" + lib + "\"],\n  ");
+  try {
+    parse_recorded_pipeline(text, "ckpt.safetensors: __metadata__/pipeline");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("ckpt.safetensors: __metadata__/pipeline: /plugins/0: names the plugin"), std::string::npos) << m;
+    EXPECT_NE(m.find("which is not loaded; a recorded pipeline never loads code by itself: pass --plugin"),
+              std::string::npos)
+        << m;
+  }
+  EXPECT_FALSE(plugin_loaded(lib));
 }
 
 // A stage that exists only in a plugin, listed by the pipeline file: it validates, it runs on

@@ -82,6 +82,14 @@ TEST(Ply, AsciiWithCrlfExtraElementsNoIntensityAndNanPoints) {
   EXPECT_EQ(read_ply(tmp.path("a.ply"), false).size(), 4u) << "kept when drop_nan is off";
 }
 
+TEST(Ply, AsciiWhoseLastLineHasNoNewlineReads) {
+  TempDir tmp;
+  const PointCloud c = read_ply(tmp.write("nonl.ply", "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\n"
+                                                      "property float y\nproperty float z\nend_header\n1 2 3"));
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c.columns[2], (std::vector<float>{3.f}));
+}
+
 TEST(Ply, WriteThenReadRoundTripsAsciiAndBinaryExactly) {
   TempDir tmp;
   const PointCloud cloud = test::random_cloud(500, {"x", "y", "z", "intensity"}, 3);
@@ -117,6 +125,9 @@ TEST(Ply, MalformedFilesNameTheFileTheByteAndTheReason) {
                "property list uchar float n\nend_header\n",
                "list property 'n'");
   expect_error(tmp, "line.ply", "ply\nformat ascii 1.0\nbogus line\nend_header\n", "unknown header line 'bogus line'");
+  // One endless header line is refused at the limit, not split into millions of tokens.
+  expect_error(tmp, "long.ply", "ply\ncomment " + std::string(3 << 20, 'a') + " \nend_header\n",
+               "byte 4: the header is longer than 1 MiB");
   // Bodies: short, and counts the file cannot hold -- refused before allocating.
   std::string short_body = head;
   for (float v : {1.f, 2.f, 3.f, 4.f}) put(short_body, v);
