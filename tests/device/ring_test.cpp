@@ -21,6 +21,7 @@
 #include "stages/device/to_device.h"
 #include "stages/train/checkpoints.h"
 #include "tests/kernels/test_util.h"
+#include "tests/train/tiny_dataset.h"
 
 namespace sl {
 namespace {
@@ -152,13 +153,7 @@ class HostRingRun : public ::testing::Test {
   static void SetUpTestSuite() {
     register_host_ring_stage();
     root_ = fs::temp_directory_path() / ("sl_ring_test_" + std::to_string(::getpid()));
-    GenConfig g;
-    g.seed = 5;
-    g.train_scenes = 3;
-    g.val_scenes = 1;
-    g.rings = 24;
-    g.azimuth_step_deg = 0.6f;
-    generate_dataset(root_.string(), g);
+    generate_dataset(root_.string(), test::tiny_dataset(5));
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 

@@ -19,6 +19,7 @@
 #include "stages/train/eval_step.h"
 #include "stages/train/infer.h"
 #include "tests/io/io_test_util.h"
+#include "tests/train/tiny_dataset.h"
 
 namespace sl {
 namespace {
@@ -96,9 +97,7 @@ TEST(Plugin, ARecordedPipelineNeverLoadsAPlugin) {
 // every sample, and the resolved pipeline records the plugin by absolute path.
 TEST(Plugin, APipelineThatListsAPluginTrainsWithItsStage) {
   test::TempDir tmp;
-  GenConfig g;
-  g.seed = 3, g.train_scenes = 2, g.val_scenes = 1, g.rings = 24, g.azimuth_step_deg = 0.6f;
-  generate_dataset(tmp.path("ds"), g);
+  generate_dataset(tmp.path("ds"), test::tiny_dataset(3, 2, 1));
   std::ifstream f(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json");
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   // The plugin is named relative to the pipeline file; its stage goes after center.

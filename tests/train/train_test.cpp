@@ -21,6 +21,7 @@
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"
 #include "stages/train/infer.h"
+#include "tests/train/tiny_dataset.h"
 #include "stages/train/metrics.h"
 #include "stages/train/checkpoints.h"
 #include "stages/train/eval_step.h"
@@ -34,13 +35,7 @@ class TrainRun : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     root_ = fs::temp_directory_path() / ("sl_train_test_" + std::to_string(::getpid()));
-    GenConfig g;
-    g.seed = 11;
-    g.train_scenes = 3;
-    g.val_scenes = 1;
-    g.rings = 24;
-    g.azimuth_step_deg = 0.6f;
-    generate_dataset(root_.string(), g);
+    generate_dataset(root_.string(), test::tiny_dataset(11));
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
