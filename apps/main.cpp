@@ -6,6 +6,7 @@
 //   streamline infer --checkpoint CKPT --cloud SCENE.pcd [--lines SCENE.json] --out REFINED.json
 //   streamline gen-data ROOT, streamline inspect FILE (apps/commands.cpp)
 //   streamline report RUN_DIR (apps/commands.cpp)
+//   mpirun -np N streamline run ...: data-parallel training (graph/comm.h); rank 0 speaks.
 // Exit codes: 0 ok, 1 run failure, 2 usage error or invalid pipeline, 130 interrupted.
 #include <csignal>
 #include <cstdio>
@@ -48,26 +49,51 @@ constexpr int kExitUsage = 2;
 
 namespace sl {
 
+// A data-parallel run on GPUs: each rank of a machine takes its own device (the launcher's local
+// rank), unless the pipeline names one.
+std::string rank_device(const DeviceChoice& dev, const std::string& requested, int world) {
+  if (world <= 1 || dev.device.rfind("cuda", 0) != 0 || (requested != "auto" && requested != "cuda")) return dev.device;
+  int local = -1;
+  for (const char* k : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char* v = std::getenv(k)) {
+      local = std::atoi(v);
+      break;
+    }
+  std::string why;
+  const int n = cuda_device_count(&why);
+  if (local < 0 || n <= 0) return dev.device;
+  return "cuda:" + std::to_string(local % n);
+}
+
+// Where a rank's messages come from: "" for one process, "[rank 1] " otherwise.
+std::string rank_tag(const Comm& c) { return c.size() > 1 ? "[rank " + std::to_string(c.rank()) + "] " : ""; }
+
 int cmd_run(const std::string& path, const std::vector<std::string>& sets, int threads, const std::string& trace,
             bool quiet) {
+  Comm& comm = world_comm();
+  const std::string tag = rank_tag(comm);
+  // Rank 0 speaks for the run (progress, table, report); the others only for their errors.
+  if (comm.rank() > 0) quiet = true;
   PipelineSpec spec;
   try {
     spec = load_pipeline(path, sets);
   } catch (const Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << tag << "error: " << e.what() << "\n";
     return kExitUsage;
   }
   DeviceChoice dev;
   try {
     dev = choose_device(spec.device);
+    dev.device = rank_device(dev, spec.device, comm.size());
   } catch (const Error& e) {
-    std::cerr << "error: " << spec.source_path << ": /device: " << e.what() << "\n";
+    std::cerr << tag << "error: " << spec.source_path << ": /device: " << e.what() << "\n";
     return kExitUsage;
   }
   if (!quiet) std::cerr << "streamline: " << spec.name << " -- " << dev.reason << "\n";
+  if (!quiet && comm.size() > 1) std::cerr << "streamline: data-parallel over " << comm.describe() << "\n";
   // A training run keeps its facts in its folder (run.json) for the report, which the trainer
   // rewrites at each checkpoint and this function at the end.
-  std::optional<RunFolder> folder = run_folder_of(spec);
+  std::optional<RunFolder> folder = comm.rank() == 0 ? run_folder_of(spec) : std::nullopt;
   report::RunFacts facts;
   if (folder) {
     std::string command = "streamline run " + path;
@@ -85,17 +111,19 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
   opt.quiet = quiet;
   opt.cancel = &g_interrupted;
   opt.device = dev.device;
+  if (comm.size() > 1) opt.comm = &comm;
   std::signal(SIGINT, on_sigint);
   std::signal(SIGTERM, on_sigint);
   RunResult r;
   try {
     r = run_pipeline(spec, opt);
   } catch (const Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << tag << "error: " << e.what() << "\n";
     return kExitRunFailure;
   }
   if (!quiet) std::cerr << format_report(r);
-  for (const auto& s : r.summaries) std::cout << s << "\n";
+  if (comm.rank() == 0)
+    for (const auto& s : r.summaries) std::cout << s << "\n";
   if (folder) {
     // A report that cannot be written does not change the run's outcome: it is a warning.
     try {
@@ -107,8 +135,9 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
     }
   }
   if (!trace.empty() && !quiet) std::cerr << "trace written to " << trace << " (open it in https://ui.perfetto.dev)\n";
-  if (!r.ok) std::cerr << "error: " << r.error << "\n";
-  if (r.interrupted) std::cerr << "interrupted: stopped the source, drained the stages, finished the sink\n";
+  if (!r.ok) std::cerr << tag << "error: " << r.error << "\n";
+  if (r.interrupted && comm.rank() == 0)
+    std::cerr << "interrupted: stopped the source, drained the stages, finished the sink\n";
   return r.exit_code();
 }
 
@@ -152,8 +181,27 @@ int cmd_infer(std::string checkpoint, const std::string& cloud_path, std::string
 
 }  // namespace sl
 
+namespace {
+// The exit of a data-parallel run: a rank that failed ends the whole job at once (the others may
+// be waiting for it in a collective, which would never return); a normal end leaves MPI.
+int leave(int code) {
+  sl::Comm* c = nullptr;
+  try {
+    c = &sl::world_comm();
+  } catch (const sl::Error&) {
+  }
+  if (c && c->size() > 1 && code != 0 && code != 130) {
+    std::cerr << "[rank " << c->rank() << "] ending the job (exit " << code << ")\n";
+    c->abort(code);
+  }
+  sl::finalize_comm();
+  return code;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
-  sl::prepare_process(argc, argv);
+  sl::prepare_process(argc, argv);  // may re-execute the program: before MPI starts
+  sl::init_comm(&argc, &argv);
   CLI::App app{"streamline: a oneTBB dataflow engine for training on point clouds"};
   app.require_subcommand(1);
   app.set_version_flag("--version", SL_VERSION);
@@ -206,7 +254,7 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   try {
-    if (*run) return sl::cmd_run(pipeline, sets, threads, trace, quiet);
+    if (*run) return leave(sl::cmd_run(pipeline, sets, threads, trace, quiet));
     if (*val) return sl::cmd_validate(pipeline, sets, print, dot);
     if (*stages) {
       std::cout << (json ? sl::StageRegistry::instance().to_json() + "\n" : sl::StageRegistry::instance().to_text());
@@ -220,6 +268,6 @@ int main(int argc, char** argv) {
     return sl::run_commands(app);
   } catch (const sl::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
-    return kExitRunFailure;
+    return leave(kExitRunFailure);
   }
 }

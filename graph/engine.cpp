@@ -385,6 +385,7 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
   ctx.start = opt.start;
   ctx.start_skip_samples = opt.start_skip_samples;
   ctx.quiet = opt.quiet;
+  ctx.comm = opt.comm;
   ctx.cancel = &run.local_cancel;  // failures and Ctrl-C (forwarded by the source) both land here
   ctx.interrupt = opt.cancel;
   const int64_t origin = now_ns();

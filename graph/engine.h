@@ -43,6 +43,7 @@ struct RunOptions {
   Position start;                        // resume position
   int64_t start_skip_samples = 0;
   std::string device;                    // resolved device ("cpu", "cuda:0"); empty: from the spec
+  Comm* comm = nullptr;                  // the ranks of a data-parallel run; null: one process
 };
 
 struct RunResult {

@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "graph/comm.h"
 #include "graph/message.h"
 #include "graph/registry.h"
 
@@ -107,6 +108,11 @@ class RunContext {
   int64_t start_skip_samples = 0;  // samples of the first source item already consumed (resume)
   Trace* trace = nullptr;
   bool quiet = false;
+  // The ranks of a data-parallel run (graph/comm.h); null: one process. Sources read their
+  // shard (rank, world); the trainer exchanges gradients. A nested run (evaluation) has none.
+  Comm* comm = nullptr;
+  int rank() const { return comm ? comm->rank() : 0; }
+  int world() const { return comm ? comm->size() : 1; }
 
   // Cancellation: a signal handler or a failing stage sets it; the source stops emitting.
   std::atomic<bool>* cancel = nullptr;

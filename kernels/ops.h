@@ -122,5 +122,8 @@ void adam_step(const OpContext& c, const AdamState& st, float* params, float* ex
 
 // ---- small helpers --------------------------------------------------------------------------
 void fill(const OpContext& c, float* p, float value, size_t n);
+// y [n] = a * x + b * y, each element rounded as (a * x) + (b * y) in float; b == 0 writes
+// a * x whatever y held (gradient accumulation, stages/train/grad_sync.h).
+void axpby(const OpContext& c, float* y, float a, const float* x, float b, size_t n);
 
 }  // namespace sl

@@ -59,5 +59,6 @@ void mse_backward(const OpContext& c, float* dpred, const float* pred, const flo
 void adam_step(const OpContext& c, const AdamState& st, float* params, float* exp_avg, float* exp_avg_sq,
                const float* grads, size_t n, const AdamConfig& cfg);
 void fill(const OpContext& c, float* p, float value, size_t n);
+void axpby(const OpContext& c, float* y, float a, const float* x, float b, size_t n);
 
 }  // namespace sl::cuda_ops

@@ -1,4 +1,4 @@
-// MSE loss with its bookkeeping in backend memory, Adam's step, fill: CPU bodies and the
+// MSE loss with its bookkeeping in backend memory, Adam's step, fill, axpby: CPU bodies and the
 // dispatch to the CUDA ones (loss.cu).
 #include "kernels/ops/cpu_common.h"
 #include "kernels/ops/dispatch.h"
@@ -42,6 +42,21 @@ void fill(const OpContext& c, float* p, float value, size_t n) {
     return;
   }
   std::fill(p, p + n, value);
+}
+
+void axpby(const OpContext& c, float* y, float a, const float* x, float b, size_t n) {
+  if (c.on_cuda()) {
+    SL_CUDA_BODY("axpby", cuda_ops::axpby(c, y, a, x, b, n));
+    return;
+  }
+  if (b == 0.f) {
+    for (size_t i = 0; i < n; ++i) y[i] = a * x[i];
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const float ax = a * x[i], by = b * y[i];
+    y[i] = ax + by;
+  }
 }
 
 #define SL_INSTANTIATE(T)                                                                                       \

@@ -65,6 +65,15 @@ __global__ void adam_kernel(float* params, float* exp_avg, float* exp_avg_sq, co
 }
 
 __global__ void fill_kernel(float* p, float value, int64_t n) { SL_GRID_STRIDE(i, n) p[i] = value; }
+
+// Rounded as the CPU body: (a * x) + (b * y), no fused multiply-add.
+__global__ void axpby_kernel(float* y, float a, const float* x, float b, int64_t n) {
+  if (b == 0.f) {
+    SL_GRID_STRIDE(i, n) y[i] = __fmul_rn(a, x[i]);
+  } else {
+    SL_GRID_STRIDE(i, n) y[i] = __fadd_rn(__fmul_rn(a, x[i]), __fmul_rn(b, y[i]));
+  }
+}
 }  // namespace
 
 void mse_loss(const OpContext& c, const LossState<float>& st, const float* pred, const float* target, int64_t n) {
@@ -93,6 +102,12 @@ void fill(const OpContext& c, float* p, float value, size_t n) {
   if (n == 0) return;
   fill_kernel<<<blocks_for(int64_t(n)), kThreads, 0, stream_of(c)>>>(p, value, int64_t(n));
   SL_CUDA_CHECK_LAUNCH(fill_kernel);
+}
+
+void axpby(const OpContext& c, float* y, float a, const float* x, float b, size_t n) {
+  if (n == 0) return;
+  axpby_kernel<<<blocks_for(int64_t(n)), kThreads, 0, stream_of(c)>>>(y, a, x, b, int64_t(n));
+  SL_CUDA_CHECK_LAUNCH(axpby_kernel);
 }
 
 }  // namespace sl::cuda_ops

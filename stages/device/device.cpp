@@ -1,5 +1,7 @@
 #include "stages/device/device.h"
 
+#include "graph/comm.h"
+
 #include <sstream>
 #include <thread>
 
@@ -75,6 +77,7 @@ std::string doctor_report() {
   o << "  PCL: not found at build time (only the reference tests and baselines need it)\n";
 #endif
   o << "  OpenBLAS: " << openblas_get_config() << " (kernels: " << openblas_get_corename() << ")\n";
+  o << "  ranks: " << comm_build_info() << "\n";
 #ifdef SL_WITH_CUDA
   int rt = 0, drv = 0;
   cudaRuntimeGetVersion(&rt);

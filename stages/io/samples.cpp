@@ -2,6 +2,7 @@
 //   write_samples: Sample sink, serial and in order; writes the cache in finish().
 //   read_samples:  source of Samples from a cache, file order or a seeded shuffle per epoch.
 #include "stages/io/samples.h"
+#include "stages/io/epoch_order.h"
 
 #include <filesystem>
 
@@ -203,24 +204,22 @@ class WriteSamples : public Stage {
 class ReadSamples : public SourceStage {
  public:
   explicit ReadSamples(const Params& p)
-      : path_(p.get_string("path")), keys_(checked_keys(p)), shuffle_(p.get_bool("shuffle")) {}
+      : path_(p.get_string("path")), keys_(checked_keys(p)), order_(p.get_bool("shuffle"), 0x5a3e1ULL), where_(p.where("path")) {}
   void start(RunContext& ctx) override {
     seed_ = ctx.seed;
+    rank_ = ctx.rank();
+    world_ = ctx.world();
     cache_ = std::make_unique<SampleCache>(SampleCache::open(path_, keys_));
+    if (cache_->size() < world_)
+      fail(where_, path_ + " holds " + std::to_string(cache_->size()) + " sample(s) for " + std::to_string(world_) +
+                       " ranks: every rank needs at least one");
   }
-  int64_t epoch_size() override { return cache_->size(); }
+  // This rank's share (stages/io/epoch_order.h): the same seeded order as scan_dataset's, with
+  // its own stream.
+  int64_t epoch_size() override { return EpochOrder::shard_size(cache_->size(), rank_, world_); }
   Item make(int64_t epoch, int64_t index, RunContext&) override {
-    if (epoch != order_epoch_) {
-      order_.resize((size_t)cache_->size());
-      std::iota(order_.begin(), order_.end(), 0);
-      if (shuffle_) {  // the same Fisher-Yates as scan_dataset, with its own stream
-        Rng rng(mix_seed(seed_, 0x5a3e1ULL + (uint64_t)epoch));
-        for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
-      }
-      order_epoch_ = epoch;
-    }
     auto s = std::make_shared<Sample>();
-    cache_->fill(order_[(size_t)index], s.get());
+    cache_->fill(order_.at(cache_->size(), seed_, epoch, index, rank_, world_), s.get());
     s->epoch = epoch;
     s->seed = sample_seed(seed_, epoch, s->scene_index, s->line_index);
     return s;
@@ -229,11 +228,11 @@ class ReadSamples : public SourceStage {
  private:
   std::string path_;
   std::vector<std::string> keys_;
-  bool shuffle_;
+  EpochOrder order_;
+  std::string where_;
   uint64_t seed_ = 0;
+  int rank_ = 0, world_ = 1;
   std::unique_ptr<SampleCache> cache_;
-  std::vector<int64_t> order_;
-  int64_t order_epoch_ = -1;
 };
 
 const std::vector<std::string> kDefaultKeys{"context", "noisy_line", "target_offset"};

@@ -9,7 +9,8 @@
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/geometry/rng.h"
+#include "graph/message.h"
+#include "stages/io/epoch_order.h"
 #include "stages/io/formats.h"
 
 namespace sl {
@@ -22,10 +23,12 @@ class ScanDataset : public SourceStage {
   explicit ScanDataset(const Params& p)
       : root_(p.get_string("root")), format_(&cloud_format(p.get_string("format"), p.where("format"))),
         shuffle_(p.get_bool("shuffle")),
-        limit_(p.get_int("limit")), where_(p.where("root")) {}
+        limit_(p.get_int("limit")), where_(p.where("root")), order_(shuffle_, 0x5ca4ULL) {}
 
   void start(RunContext& ctx) override {
     seed_ = ctx.seed;
+    rank_ = ctx.rank();
+    world_ = ctx.world();
     std::error_code ec;
     if (!fs::exists(root_, ec)) fail(where_, "dataset folder '" + root_ + "' does not exist" +
                                                 (root_.find("data/sample") != std::string::npos
@@ -46,21 +49,17 @@ class ScanDataset : public SourceStage {
     if (limit_ > 0 && (int64_t)refs_.size() > limit_) refs_.resize((size_t)limit_);
     for (size_t i = 0; i < refs_.size(); ++i) refs_[i].scene_index = (int64_t)i;
     if (refs_.empty()) fail(where_, "no " + format_->extension + " files in '" + root_ + "'");
+    if ((int64_t)refs_.size() < world_)
+      fail(where_, std::to_string(refs_.size()) + " scene(s) in '" + root_ + "' for " + std::to_string(world_) +
+                       " ranks: every rank needs at least one scene");
   }
 
-  int64_t epoch_size() override { return (int64_t)refs_.size(); }
+  // This rank's share (stages/io/epoch_order.h).
+  int64_t epoch_size() override { return EpochOrder::shard_size((int64_t)refs_.size(), rank_, world_); }
 
   Item make(int64_t epoch, int64_t index, RunContext&) override {
-    if (epoch != order_epoch_) {
-      order_.resize(refs_.size());
-      std::iota(order_.begin(), order_.end(), 0);
-      if (shuffle_) {
-        Rng rng(mix_seed(seed_, 0x5ca4ULL + (uint64_t)epoch));
-        for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
-      }
-      order_epoch_ = epoch;
-    }
-    return std::make_shared<const SceneRef>(refs_[order_[(size_t)index]]);
+    const int64_t i = order_.at((int64_t)refs_.size(), seed_, epoch, index, rank_, world_);
+    return std::make_shared<const SceneRef>(refs_[(size_t)i]);
   }
 
  private:
@@ -70,9 +69,9 @@ class ScanDataset : public SourceStage {
   int64_t limit_;
   std::string where_;
   uint64_t seed_ = 0;
+  int rank_ = 0, world_ = 1;
   std::vector<SceneRef> refs_;
-  std::vector<size_t> order_;
-  int64_t order_epoch_ = -1;
+  EpochOrder order_;
 };
 
 
@@ -80,7 +79,7 @@ void register_scan_stage(StageRegistry& r) {
   StageSchema s;
   s.type = "scan_dataset";
   s.group = "io";
-  s.doc = "lists the clouds of one format in <root> with their <stem>.json lines; a seeded shuffle per epoch";
+  s.doc = "lists the clouds of one format in <root> with their <stem>.json lines; a seeded shuffle per epoch, dealt round-robin to the ranks";
   s.input = Kind::None;
   s.output = Kind::SceneRef;
   s.params = {

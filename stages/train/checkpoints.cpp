@@ -41,6 +41,19 @@ void prune_checkpoints(const std::string& dir, int64_t keep) {
   for (size_t i = 0; i + size_t(keep) < files.size(); ++i) fs::remove(files[i], ec);
 }
 
+namespace {
+// "epoch:index:skip" per rank, space separated.
+std::string rank_positions_text(const TrainState& s) {
+  std::string out;
+  if (s.ranks.empty()) return std::to_string(s.position.epoch) + ":" + std::to_string(s.position.index) + ":" + std::to_string(s.skip);
+  for (const auto& r : s.ranks) {
+    if (!out.empty()) out += ' ';
+    out += std::to_string(r.position.epoch) + ":" + std::to_string(r.position.index) + ":" + std::to_string(r.skip);
+  }
+  return out;
+}
+}  // namespace
+
 std::map<std::string, std::string> train_metadata(const TrainState& s, const std::string& pipeline_json) {
   return {
       {"step", std::to_string(s.step)},
@@ -49,6 +62,8 @@ std::map<std::string, std::string> train_metadata(const TrainState& s, const std
       {"position.index", std::to_string(s.position.index)},
       {"position.skip", std::to_string(s.skip)},
       {"seed", std::to_string(s.seed)},
+      {"world_size", std::to_string(s.world)},
+      {"rank_positions", rank_positions_text(s)},
       {"rng", "stateless: every random draw derives from (seed, epoch, scene, line)"},
       {"pipeline", pipeline_json},
   };
@@ -82,7 +97,54 @@ TrainState read_train_metadata(const std::string& path, const std::map<std::stri
                 std::to_string(seed) + "; resuming would not continue the same run");
   auto e = meta.find("epoch");  // informative only: older files may lack it
   if (e != meta.end()) std::from_chars(e->second.data(), e->second.data() + e->second.size(), s.epoch);
+  // Data-parallel runs (files of one-process runs before them lack both keys: one rank).
+  s.ranks = {RankPosition{s.position, s.skip}};
+  if (meta.count("world_size")) {
+    const int64_t w = num("world_size");
+    if (w < 1 || w > 1 << 20) throw Error(path + ": checkpoint metadata 'world_size' is out of range: " + std::to_string(w));
+    s.world = (int)w;
+    const std::string& text = value("rank_positions");
+    std::vector<RankPosition> ranks;
+    const char* p = text.data();
+    const char* end = p + text.size();
+    while (p < end && (int64_t)ranks.size() <= w) {
+      int64_t v[3] = {-1, -1, -1};
+      for (int k = 0; k < 3; ++k) {
+        auto [q, ec] = std::from_chars(p, end, v[k]);
+        if (ec != std::errc() || v[k] < 0) throw Error(path + ": checkpoint metadata 'rank_positions' is malformed: '" + text + "'");
+        p = q;
+        if (k < 2) {
+          if (p == end || *p != ':') throw Error(path + ": checkpoint metadata 'rank_positions' is malformed: '" + text + "'");
+          ++p;
+        }
+      }
+      ranks.push_back(RankPosition{Position{v[0], v[1]}, v[2]});
+      if (p < end) {
+        if (*p != ' ') throw Error(path + ": checkpoint metadata 'rank_positions' is malformed: '" + text + "'");
+        ++p;
+      }
+    }
+    if ((int64_t)ranks.size() != w)
+      throw Error(path + ": checkpoint metadata 'rank_positions' lists " + std::to_string(ranks.size()) +
+                  " position(s) for world_size " + std::to_string(w));
+    if (!(ranks[0] == s.ranks[0]))
+      throw Error(path + ": checkpoint metadata 'rank_positions' disagrees with 'position.*' for rank 0");
+    s.ranks = std::move(ranks);
+  }
   return s;
+}
+
+std::vector<RankPosition> resume_positions(const TrainState& s, int world, const std::string& path) {
+  std::vector<RankPosition> ranks = s.ranks.empty() ? std::vector<RankPosition>{RankPosition{s.position, s.skip}} : s.ranks;
+  if ((int)ranks.size() == world) return ranks;
+  bool boundary = true;
+  for (const auto& r : ranks) boundary = boundary && r.position.index == 0 && r.skip == 0 && r.position.epoch == ranks[0].position.epoch;
+  if (boundary) return std::vector<RankPosition>((size_t)world, RankPosition{Position{ranks[0].position.epoch, 0}, 0});
+  throw Error(path + ": written by a run of " + std::to_string(ranks.size()) + " rank(s) in the middle of epoch " +
+              std::to_string(ranks[0].position.epoch + 1) + "; this run has " + std::to_string(world) +
+              ". Each rank's place in its share of the epoch is recorded, so resume it with " +
+              (ranks.size() == 1 ? std::string("one process") : "mpirun -np " + std::to_string(ranks.size())) +
+              " (or continue from a checkpoint written at an epoch boundary, which any rank count can resume)");
 }
 
 std::vector<ParamSpec> model_param_specs() {

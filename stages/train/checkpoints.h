@@ -22,12 +22,25 @@ std::string latest_checkpoint(const std::string& dir);
 // Removes all but the newest `keep` (keep <= 0: removes none).
 void prune_checkpoints(const std::string& dir, int64_t keep);
 
+// Where one rank's data stood: the next source item of its share and the samples of that item
+// already trained.
+struct RankPosition {
+  Position position;
+  int64_t skip = 0;
+  bool operator==(const RankPosition& o) const {
+    return position.epoch == o.position.epoch && position.index == o.position.index && skip == o.skip;
+  }
+};
+
 // Where a train_step checkpoint left the run.
 struct TrainState {
   int64_t step = 0, epoch = 0;
-  Position position;      // the next source item to train on
+  Position position;      // the next source item to train on (rank 0's in a data-parallel run)
   int64_t skip = 0;       // samples of that item already trained
   uint64_t seed = 0;
+  // A data-parallel run: its rank count and every rank's position (ranks[0] = position, skip).
+  int world = 1;
+  std::vector<RankPosition> ranks;
 };
 // The __metadata__ of a train_step checkpoint (with the resolved pipeline, for infer and eval).
 std::map<std::string, std::string> train_metadata(const TrainState& s, const std::string& pipeline_json);
@@ -35,6 +48,12 @@ std::map<std::string, std::string> train_metadata(const TrainState& s, const std
 // non-negative integer, or when the checkpoint was made with another seed than `seed`.
 TrainState read_train_metadata(const std::string& path, const std::map<std::string, std::string>& meta,
                                uint64_t seed);
+
+// The positions a run of `world` ranks starts from when it resumes `s` (read from `path`): the
+// recorded ones for the same rank count; for another rank count only at an epoch boundary
+// (every rank at the start of the same epoch: the next epoch's order is dealt anew), else an
+// sl::Error naming the file, the recorded rank count and what to do.
+std::vector<RankPosition> resume_positions(const TrainState& s, int world, const std::string& path);
 
 // The train_step "model" object: its schema and the widths it describes.
 std::vector<ParamSpec> model_param_specs();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -32,6 +33,7 @@
 #include "stages/device/to_device.h"
 #include "stages/train/checkpoints.h"
 #include "stages/train/eval_step.h"
+#include "stages/train/grad_sync.h"
 #include "stages/train/metrics.h"
 
 namespace sl {
@@ -74,6 +76,8 @@ class TrainStep : public Stage {
     resume_ = p.is_null("resume") ? "" : p.get_string("resume");
     max_steps_ = p.get_int("max_steps");
     precision_ = p.get_string("precision");
+    accumulate_ = (int)p.get_int("accumulate");
+    check_every_ = p.get_int("check_weights_every");
   }
 
   ~TrainStep() override {
@@ -82,6 +86,9 @@ class TrainStep : public Stage {
 
   void start(RunContext& ctx) override {
     ctx_ = &ctx;
+    comm_ = ctx.comm ? ctx.comm : &solo_comm();
+    voice_ = ctx.rank() == 0;
+    synced_ = ctx.world() > 1 || accumulate_ > 1;
     // The model and Adam live on the run's backend; the layer sequence is the same on both.
     backend_ = device_is_cuda(ctx.device) ? Backend::parse(ctx.device) : Backend::cpu();
     const Precision precision = backend_.is_cuda() ? parse_precision(precision_) : Precision::FP32;
@@ -89,31 +96,42 @@ class TrainStep : public Stage {
     adam_ = std::make_unique<Adam>(model_->num_params(), adam_cfg_, backend_);
     // Evaluation reads weights on the host: a GPU run keeps a host copy, refreshed before eval.
     if (backend_.is_cuda()) host_model_ = std::make_unique<LineRefiner>(cfg_, 0);
-    if (!init_.empty()) {
-      load_checkpoint(init_, *model_, nullptr, nullptr);  // weights only; Adam starts fresh
-      say("initialised weights from " + init_);
-    }
-    if (!resume_.empty()) {
-      std::string path = resume_ == "auto" ? latest_checkpoint(ckpt_dir_) : resume_;
-      if (path.empty()) {
-        say("resume: auto -- no checkpoint in " + ckpt_dir_ + " yet, starting fresh");
-      } else {
-        std::map<std::string, std::string> meta;
-        load_checkpoint(path, *model_, adam_.get(), &meta);
-        const TrainState st = read_train_metadata(path, meta, ctx.seed);
-        step_ = st.step;
-        epoch_ = st.epoch;
-        ctx.start = st.position;
-        ctx.start_skip_samples = st.skip;
-        say("resumed from " + path + " at step " + std::to_string(step_) + ", epoch " + std::to_string(ctx.start.epoch) +
-            ", item " + std::to_string(ctx.start.index) + (ctx.start_skip_samples ? " (+" + std::to_string(ctx.start_skip_samples) + " samples)" : ""));
-        resumed_from_ = path;
+    // Rank 0 reads init / resume files; a data-parallel run then broadcasts the weights, Adam
+    // and every rank's data position (other machines need not see rank 0's files).
+    std::vector<RankPosition> starts((size_t)ctx.world());
+    if (voice_) {
+      if (!init_.empty()) {
+        load_checkpoint(init_, *model_, nullptr, nullptr);  // weights only; Adam starts fresh
+        say("initialised weights from " + init_);
+      }
+      if (!resume_.empty()) {
+        std::string path = resume_ == "auto" ? latest_checkpoint(ckpt_dir_) : resume_;
+        if (path.empty()) {
+          say("resume: auto -- no checkpoint in " + ckpt_dir_ + " yet, starting fresh");
+        } else {
+          std::map<std::string, std::string> meta;
+          load_checkpoint(path, *model_, adam_.get(), &meta);
+          const TrainState st = read_train_metadata(path, meta, ctx.seed);
+          starts = resume_positions(st, ctx.world(), path);
+          step_ = st.step;
+          epoch_ = st.epoch;
+          say("resumed from " + path + " at step " + std::to_string(step_) + ", epoch " + std::to_string(starts[0].position.epoch) +
+              ", item " + std::to_string(starts[0].position.index) + (starts[0].skip ? " (+" + std::to_string(starts[0].skip) + " samples)" : "") +
+              (ctx.world() > 1 ? " on rank 0" : ""));
+          resumed_from_ = path;
+        }
       }
     }
+    if (ctx.world() > 1) share_start_state(starts);
+    ctx.start = starts[(size_t)ctx.rank()].position;
+    ctx.start_skip_samples = starts[(size_t)ctx.rank()].skip;
+    if (synced_) sync_ = std::make_unique<GradSync>(*comm_, *model_, accumulate_);
     pos_ = ctx.start;
     pos_skip_ = ctx.start_skip_samples;
     first_step_ = epoch_start_step_ = step_;  // a resumed run counts its speed and ETA from here
     epoch_from_start_ = ctx.start.index == 0 && ctx.start_skip_samples == 0;
+    t_last_batch_ = now_ns();
+    if (!voice_) return;  // rank 0 alone writes checkpoints, metrics, reports and evaluates
     std::error_code ec;
     fs::create_directories(ckpt_dir_, ec);
     if (ec) fail(where_ + "/checkpoint/dir", "cannot create '" + ckpt_dir_ + "': " + ec.message());
@@ -137,6 +155,15 @@ class TrainStep : public Stage {
     const auto& c = b->tensor("context");
     const int B = (int)b->size, P = (int)c.shape[1], L = (int)b->tensor("noisy_line").shape[1];
     if (model_->capacity() == 0) prepare_model(*b, P, L, ctx);
+    const int64_t t_in = now_ns();
+    data_wait_ns_ += t_in - t_last_batch_;
+    if (synced_) {
+      micro_batch(*b, B, P, L, ctx);
+      compute_ns_ += now_ns() - t_in;
+      if (sync_->full()) synced_step(ctx, true);
+      t_last_batch_ = now_ns();
+      return;
+    }
     if (b->device) {
       // A batch in a ring slot (a GPU's; the host ring of the tests): the same calls on both.
       TraceScope ts(ctx.trace, "train.step.enqueue", "compute");
@@ -155,6 +182,8 @@ class TrainStep : public Stage {
       TraceScope ts(ctx.trace, "train.step", "compute");
       model_->step(b->host("context"), b->host("noisy_line"), b->host("target_offset"), B, P, L, *adam_);
     }
+    compute_ns_ += now_ns() - t_in;
+    t_last_batch_ = now_ns();
     ++step_;
     samples_ += B;
     epoch_ = b->epoch;
@@ -179,6 +208,13 @@ class TrainStep : public Stage {
 
   void on_marker(const Envelope& m, Emitter&, RunContext& ctx) override {
     if (m.type != Envelope::Type::EpochEnd || stopped_) return;
+    // Synced steps: the partial window of micro-batches is a step, then rounds until every rank
+    // has finished its share of the epoch (a rank with less data joins with none).
+    if (synced_) {
+      while (!stopped_ && synced_step(ctx, true).samples > 0) {}
+      t_last_batch_ = now_ns();  // the rounds count as all-reduce time, not as waiting for data
+      if (stopped_) return;
+    }
     // Every batch of the epoch has been trained (markers arrive in order): a resume from here
     // starts the next epoch; the partial batch dropped by drop_last is not owed.
     pos_ = Position{m.pos.epoch + 1, 0};
@@ -189,13 +225,18 @@ class TrainStep : public Stage {
     epoch_start_step_ = step_;
     epoch_from_start_ = true;
     const int64_t finished_epoch = m.pos.epoch;
-    if (!eval_root_.empty() && eval_every_ > 0 && (finished_epoch + 1) % eval_every_ == 0 &&
+    if (voice_ && !eval_root_.empty() && eval_every_ > 0 && (finished_epoch + 1) % eval_every_ == 0 &&
         finished_epoch + 1 < ctx.epochs)
       run_eval(ctx, finished_epoch);
   }
 
   void finish(RunContext& ctx) override {
     if (tty_) std::fprintf(stderr, "\n");
+    // Synced steps: the last rounds, without this rank's partial window (an interrupted window
+    // is trained again after a resume), until every rank is here or one asked to stop.
+    if (synced_ && !stopped_ && !failed_)
+      while (!stopped_ && synced_step(ctx, false).samples > 0) {}
+    if (ctx.world() > 1 && !failed_) gather_rank_figures(ctx);
     // A finished run resumed again trains nothing: say so instead of a silent exit 0.
     if (!resumed_from_.empty() && step_ == first_step_ && !failed_ && !ctx.cancelled())
       ctx.add_summary("resume: nothing left to train: " + resumed_from_ + " (step " + std::to_string(step_) +
@@ -205,6 +246,7 @@ class TrainStep : public Stage {
       save(ctx);
       ctx.add_summary("checkpoint: " + last_saved_ + " (step " + std::to_string(step_) + ")");
     }
+    if (!voice_) return;
     const bool reached_max = max_steps_ > 0 && step_ >= max_steps_;
     if (!eval_root_.empty() && !failed_ && (!ctx.cancelled() || reached_max)) run_eval(ctx, epoch_);
     if (step_ > 0) refresh_report(true);  // with the last evaluation (streamline run rewrites it with the stage table)
@@ -213,6 +255,161 @@ class TrainStep : public Stage {
   }
 
  private:
+  // ---- synced steps: gradient accumulation and data-parallel ranks (grad_sync.h) -----------
+  // One micro-batch: forward + backward, its gradient added to the step's window.
+  void micro_batch(const Batch& b, int B, int P, int L, RunContext& ctx) {
+    TraceScope ts(ctx.trace, "train.forward_backward", "compute");
+    float loss = NAN;
+    if (b.device) {
+      auto& h = *static_cast<DeviceBatchHandle*>(b.device.get());
+      const DeviceBatch& d = *h.batch;
+      void* st = model_->context().stream;
+      h.wait_copied(st);
+      model_->load_inputs(d.context, d.noisy_line, d.target_offset, d.B);
+      h.release(st);
+      loss = model_->forward_backward(model_->input_context(), model_->input_noisy(), model_->input_target(), d.B, P, L);
+    } else if (backend_.is_cuda()) {
+      throw Error("train_step on a GPU needs batches from a to_device stage (none before it?)");
+    } else {
+      loss = model_->forward_backward(b.host("context"), b.host("noisy_line"), b.host("target_offset"), B, P, L);
+    }
+    sync_->add(B, loss);
+    local_samples_ += B;
+    pending_ = RankPosition{b.next, b.next_skip};
+    pending_epoch_ = b.epoch;
+  }
+
+  // One round of the collective; applies the step when it brought samples and nobody asked to
+  // stop. Every rank calls it the same number of times (grad_sync.h).
+  GradSync::Outcome synced_step(RunContext& ctx, bool contribute) {
+    TraceScope ts(ctx.trace, "train.allreduce", "comm");
+    const bool mine = contribute && sync_->pending() > 0;
+    const GradSync::Outcome o = sync_->exchange(contribute, ctx.cancelled());
+    if (o.stop) {
+      stopped_ = true;
+      ctx.cancel->store(true);
+      if (ctx.world() > 1)
+        say("stopping with the other ranks (an interruption or a failure on one of them) after step " + std::to_string(step_));
+      return o;
+    }
+    if (o.samples == 0) return o;
+    adam_->step(model_->context(), model_->param_data(), model_->grad_data());
+    if (mine) {
+      pos_ = pending_.position;
+      pos_skip_ = pending_.skip;
+      epoch_ = pending_epoch_;
+    }
+    ++step_;
+    samples_ += o.samples;
+    check_finite((float)o.loss, epoch_, "at", step_);
+    loss_sum_ += o.loss;
+    ++loss_n_;
+    last_loss_ = (float)o.loss;
+    if (step_ % log_every_ == 0) log_step(step_, last_loss_, loss_sum_ / std::max<int64_t>(1, loss_n_));
+    if (check_every_ > 0 && ctx.world() > 1 && step_ % check_every_ == 0) check_weights(ctx);
+    if (ckpt_every_ > 0 && step_ % ckpt_every_ == 0) save(ctx);
+    if (max_steps_ > 0 && step_ >= max_steps_) {
+      stopped_ = true;
+      ctx.cancel->store(true);
+      say("reached max_steps " + std::to_string(max_steps_));
+    }
+    return o;
+  }
+
+  // Rank 0's weights, Adam state, step and every rank's data position, to every rank.
+  void share_start_state(std::vector<RankPosition>& starts) {
+    const OpContext& oc = model_->context();
+    int64_t head[3] = {step_, epoch_, adam_->step_count(oc)};
+    comm_->broadcast(head, sizeof head, 0);
+    std::vector<int64_t> pos(starts.size() * 3);
+    for (size_t r = 0; r < starts.size(); ++r)
+      pos[3 * r] = starts[r].position.epoch, pos[3 * r + 1] = starts[r].position.index, pos[3 * r + 2] = starts[r].skip;
+    comm_->broadcast(pos.data(), pos.size() * sizeof(int64_t), 0);
+    for (size_t r = 0; r < starts.size(); ++r) starts[r] = RankPosition{Position{pos[3 * r], pos[3 * r + 1]}, pos[3 * r + 2]};
+    const size_t n = model_->num_params();
+    std::vector<float> w(n), m, v;
+    if (voice_) {
+      model_->download_params(w.data());
+      m = adam_->exp_avg(oc);
+      v = adam_->exp_avg_sq(oc);
+    } else {
+      m.resize(n), v.resize(n);
+    }
+    comm_->broadcast(w.data(), n * sizeof(float), 0);
+    comm_->broadcast(m.data(), n * sizeof(float), 0);
+    comm_->broadcast(v.data(), n * sizeof(float), 0);
+    if (!voice_) {
+      step_ = head[0], epoch_ = head[1];
+      model_->upload_params(w.data());
+      adam_->load(oc, m.data(), v.data(), head[2]);
+    }
+  }
+
+  // Every check_weights_every steps: a checksum of every rank's weights, compared. They can only
+  // differ through a bug (or a faulty machine); training on would silently average two models.
+  void check_weights(RunContext& ctx) {
+    const size_t n = model_->num_params();
+    std::vector<float> w(n);
+    model_->download_params(w.data());
+    // Fault injection for the test of this check: STREAMLINE_TEST_DRIFT=<rank>:<step> nudges one
+    // weight of that rank before the check at that step.
+    if (const char* f = std::getenv("STREAMLINE_TEST_DRIFT")) {
+      int r = -1;
+      long long at = -1;
+      if (std::sscanf(f, "%d:%lld", &r, &at) == 2 && r == ctx.rank() && at == step_) {
+        w[0] += 1e-3f;
+        model_->upload_params(w.data());
+      }
+    }
+    uint64_t h = 1469598103934665603ULL;  // FNV-1a over the bytes
+    const auto* bytes = reinterpret_cast<const unsigned char*>(w.data());
+    for (size_t i = 0; i < n * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ULL;
+    std::vector<uint64_t> all((size_t)ctx.world());
+    comm_->allgather(&h, sizeof h, all.data());
+    std::string differ;
+    for (size_t r = 1; r < all.size(); ++r)
+      if (all[r] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+    if (differ.empty()) return;
+    stopped_ = failed_ = true;
+    char hex[32];
+    std::string sums;
+    for (size_t r = 0; r < all.size(); ++r) {
+      std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)all[r]);
+      sums += (r ? ", rank " : "rank ") + std::to_string(r) + " " + hex;
+    }
+    throw Error("the weights of rank(s) " + differ + " differ from rank 0's after step " + std::to_string(step_) +
+                " (checksums: " + sums + "); stopped before the ranks train different models. Every rank applies "
+                "the same averaged gradient, so this is a fault: the last checkpoint is " +
+                (last_saved_.empty() ? std::string("none") : last_saved_));
+  }
+
+  // The end-of-run figures of every rank, in rank 0's summary: the slowest rank sets the pace.
+  void gather_rank_figures(RunContext& ctx) {
+    double mine[6] = {(double)local_samples_, compute_ns_ / 1e9, data_wait_ns_ / 1e9,
+                      sync_ ? sync_->control_seconds() : 0, sync_ ? sync_->gradient_seconds() : 0,
+                      (double)(sync_ ? sync_->exchanges() : 0)};
+    std::vector<double> all(6 * (size_t)ctx.world());
+    comm_->allgather(mine, sizeof mine, all.data());
+    if (!voice_) return;
+    ctx.add_summary("ranks: " + comm_->describe() + "; global batch = " + std::to_string(ctx.world()) +
+                    " ranks x batch.size x accumulate " + std::to_string(accumulate_));
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-5s %9s %10s %14s %22s %13s", "rank", "samples", "compute s", "wait data s",
+                  "all-reduce s (waiting)", "gradient s");
+    ctx.add_summary(line);
+    int slowest = 0;
+    for (int r = 0; r < ctx.world(); ++r) {
+      const double* f = &all[6 * (size_t)r];
+      std::snprintf(line, sizeof line, "  %-5d %9.0f %10.2f %14.2f %22.2f %13.3f", r, f[0], f[1], f[2], f[3], f[4]);
+      ctx.add_summary(line);
+      if (f[3] < all[6 * (size_t)slowest + 3]) slowest = r;
+    }
+    std::snprintf(line, sizeof line,
+                  "slowest rank: %d (it waited least for the others in the all-reduce: its data path or compute sets the "
+                  "pace; %.0f exchanges)", slowest, all[5]);
+    ctx.add_summary(line);
+  }
+
   void check_finite(float loss, int64_t epoch, const char* when, int64_t step) {
     if (std::isfinite(loss)) return;
     stopped_ = failed_ = true;
@@ -289,17 +486,23 @@ class TrainStep : public Stage {
       requested_step_ = step_;
     }
     take_loss(true);
+    if (!voice_) return;  // only rank 0 evaluates
     std::vector<float> w(model_->num_params());
     model_->download_params(w.data());
     host_model_->upload_params(w.data());
   }
 
   void say(const std::string& s) {
-    if (ctx_ && !ctx_->quiet) std::fprintf(stderr, "%s%s\n", tty_ ? "\r\033[K" : "", s.c_str());
+    if (ctx_ && voice_ && !ctx_->quiet) std::fprintf(stderr, "%s%s\n", tty_ ? "\r\033[K" : "", s.c_str());
   }
 
   // One metrics line for `step`: its loss and the mean since the previous line.
   void log_step(int64_t step, float loss, double loss_avg) {
+    if (!voice_) {
+      loss_sum_ = 0;
+      loss_n_ = 0;
+      return;
+    }
     const double el = (now_ns() - t_start_) / 1e9;
     const double sps = samples_ / std::max(el, 1e-9);
     char line[512];
@@ -327,14 +530,34 @@ class TrainStep : public Stage {
     const std::string path = ckpt_dir_ + "/" + checkpoint_name(step_);
     TrainState st;
     st.step = step_, st.epoch = epoch_, st.position = pos_, st.skip = pos_skip_, st.seed = ctx.seed;
-    const auto meta = train_metadata(st, pipeline_for_meta_);
-    try {
-      save_checkpoint(path, *model_, adam_.get(), meta);
-    } catch (const Error& e) {
+    st.world = ctx.world();
+    st.ranks = {RankPosition{pos_, pos_skip_}};
+    if (ctx.world() > 1) {  // every rank's position, to rank 0, which writes
+      int64_t mine[3] = {pos_.epoch, pos_.index, pos_skip_};
+      std::vector<int64_t> all(3 * (size_t)ctx.world());
+      comm_->allgather(mine, sizeof mine, all.data());
+      st.ranks.clear();
+      for (int r = 0; r < ctx.world(); ++r) st.ranks.push_back(RankPosition{Position{all[3 * r], all[3 * r + 1]}, all[3 * r + 2]});
+    }
+    std::string err;
+    if (voice_) {
+      try {
+        save_checkpoint(path, *model_, adam_.get(), train_metadata(st, pipeline_for_meta_));
+      } catch (const Error& e) {
+        err = e.what();
+      }
+    }
+    if (ctx.world() > 1) {  // nobody goes on (or ends the job) before rank 0 has written
+      double bad = err.empty() ? 0 : 1;
+      comm_->sum(&bad, 1);
+      if (bad > 0 && err.empty()) err = "rank 0 could not write " + path;
+    }
+    if (!err.empty()) {
       failed_ = stopped_ = true;
-      throw Error(std::string(e.what()) + " (checkpoint at step " + std::to_string(step_) + " not written; " +
+      throw Error(err + " (checkpoint at step " + std::to_string(step_) + " not written; " +
                   (last_saved_.empty() ? "no earlier checkpoint" : "the previous one, " + last_saved_ + ", is intact") + ")");
     }
+    if (!voice_) return;
     last_saved_ = path;
     prune_checkpoints(ckpt_dir_, ckpt_keep_);
     refresh_report(false);
@@ -426,6 +649,15 @@ class TrainStep : public Stage {
   bool tty_ = false, stopped_ = false, failed_ = false;
   int64_t step_ = 0, first_step_ = 0, samples_ = 0, epoch_ = 0, loss_n_ = 0, steps_per_epoch_ = 0, epoch_start_step_ = 0;
   bool epoch_from_start_ = true;
+  // Synced steps (accumulate > 1 or several ranks).
+  int accumulate_ = 1;
+  int64_t check_every_ = 0;
+  Comm* comm_ = nullptr;
+  bool voice_ = true, synced_ = false;
+  std::unique_ptr<GradSync> sync_;
+  RankPosition pending_;  // the position after the last micro-batch in the window
+  int64_t pending_epoch_ = 0, local_samples_ = 0;
+  int64_t t_last_batch_ = 0, compute_ns_ = 0, data_wait_ns_ = 0;
   double loss_sum_ = 0;
   int64_t t_start_ = 0, report_done_ns_ = 0, report_cost_ns_ = 0;
   Position pos_;
@@ -467,6 +699,8 @@ void register_train_stages(StageRegistry& r) {
       p_nullable_string("resume", "continue a run from this checkpoint (\"auto\": the latest in checkpoint.dir)"),
       p_int("max_steps", 0, "stop after N steps in total, checkpointing like an interruption (0: no limit)", 0),
       p_string("precision", "fp32", "GPU GEMM precision (the CPU backend is always fp32)", {"fp32", "tf32"}),
+      p_pos_int("accumulate", 1, "micro-batches per optimizer step (gradient accumulation: a step of accumulate x batch.size samples)"),
+      p_int("check_weights_every", 100, "data-parallel runs: compare a checksum of every rank's weights every N steps (0: never)", 0),
   };
   s.factory = [](const Params& p) { return std::make_unique<TrainStep>(p); };
   s.infer = InferRole::Data;  // the model is the checkpoint's
