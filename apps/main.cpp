@@ -8,6 +8,8 @@
 //   streamline report RUN_DIR (apps/commands.cpp)
 //   mpirun -np N streamline run ...: data-parallel training (graph/comm.h); rank 0 speaks.
 // Exit codes: 0 ok, 1 run failure, 2 usage error or invalid pipeline, 130 interrupted.
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -34,12 +36,19 @@
 namespace {
 
 std::atomic<bool> g_interrupted{false};
+volatile std::sig_atomic_t g_say_on_signal = 0;  // rank 0 of a run that is not quiet
 
 extern "C" void on_sigint(int) {
   g_interrupted.store(true);
   // A second Ctrl-C ends the process the usual way.
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  if (g_say_on_signal) {  // write(2) is async-signal-safe; stdio is not
+    static const char msg[] =
+        "\nstreamline: interrupted: finishing the work in flight and writing a checkpoint "
+        "(Ctrl-C again quits at once; the last checkpoint stays)\n";
+    [[maybe_unused]] ssize_t n = ::write(2, msg, sizeof msg - 1);
+  }
 }
 
 constexpr int kExitRunFailure = 1;
@@ -112,6 +121,7 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
   opt.cancel = &g_interrupted;
   opt.device = dev.device;
   if (comm.size() > 1) opt.comm = &comm;
+  g_say_on_signal = !quiet;
   std::signal(SIGINT, on_sigint);
   std::signal(SIGTERM, on_sigint);
   RunResult r;

@@ -1,10 +1,10 @@
-// The ranks of a data-parallel run and the few collectives training needs (DESIGN.md "Scaling
-// out"). One process is a world of one: every call is a copy or nothing. Under `mpirun -np N`
+// The ranks of a data-parallel run and the few collectives training needs (README "Training on
+// many processes"). One process is a world of one: every call is a copy or nothing. Under `mpirun -np N`
 // a build with MPI (SL_MPI) gives a world of N over MPI_COMM_WORLD.
 //
 // Who calls: the collectives are called by the training sink only (a serial stage: one thread
 // at a time, possibly a different TBB thread each time -- MPI_THREAD_SERIALIZED), and every rank
-// calls the same collectives in the same order; DESIGN.md lists the protocol.
+// calls the same collectives in the same order: the protocol is in stages/train/grad_sync.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -83,7 +83,8 @@ class Stage {
   std::string id;
 };
 
-// A source enumerates the items of one epoch in order.
+// A source enumerates the items of one epoch in order. In a data-parallel run (ctx.world() > 1)
+// it enumerates this rank's share only (stages/io/epoch_order.h does the dealing).
 class SourceStage : public Stage {
  public:
   void process(Item, const Position&, Emitter&, RunContext&) override {}

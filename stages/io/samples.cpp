@@ -174,6 +174,10 @@ class WriteSamples : public Stage {
   explicit WriteSamples(const Params& p) : path_(p.get_string("path")), writer_(checked_keys(p)) {}
   void start(RunContext& ctx) override {
     seed_ = ctx.seed;
+    // Each rank would write its share to the same file, the last one winning.
+    if (ctx.world() > 1)
+      throw Error(path_ + ": write_samples writes one file from one process: run this pipeline without mpirun (" +
+                  std::to_string(ctx.world()) + " ranks here)");
     // The folder must exist before any work is done: a bad path fails now, not after the run.
     const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
     std::error_code ec;

@@ -40,6 +40,10 @@ class EvalStep : public Stage {
  public:
   explicit EvalStep(const Params& p) : model_key_(p.get_string("model")), where_(p.where("model")) {}
   void start(RunContext& ctx) override {
+    // Each rank would score its share alone and rank 0 would report a part as the whole.
+    if (ctx.world() > 1)
+      fail(where_, "eval_step scores the whole split in one process: run this pipeline without mpirun (" +
+                       std::to_string(ctx.world()) + " ranks here)");
     if (is_live_key(model_key_)) {
       model_ = live_model(model_key_);
       if (!model_) fail(where_, "no live model '" + model_key_ + "' (only a running trainer publishes one)");

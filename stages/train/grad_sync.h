@@ -2,7 +2,7 @@
 // up to K micro-batches on each rank, their gradients summed weighted by their sample counts,
 // then summed across the ranks, so the step's gradient is the mean over every sample of the
 // global batch -- the gradient a one-process batch of those samples gives, whatever their
-// split (short last batches included). DESIGN.md "Scaling out" has the protocol:
+// split (short last batches included). The protocol:
 //
 //   every step, every rank calls exchange() once, in the same order:
 //     1. a sum of [samples, samples * loss, stop requests] (doubles; tiny)

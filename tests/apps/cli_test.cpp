@@ -575,6 +575,66 @@ TEST(Cli, SigtermDuringTrainingCheckpointsAndExits130LikeCtrlC) {
   for (const auto& e : fs::directory_iterator(runs)) EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos);
 }
 
+// A second Ctrl-C quits at once, the usual way (killed by SIGINT), while the first one's shutdown
+// still runs; what is on disk stays whole. The first Ctrl-C says so at once (the handler writes
+// it), which is what the test waits for; the shutdown it interrupts trains the batches in flight
+// with the full-size model, over a second here.
+TEST(Cli, ASecondCtrlCQuitsAtOnceAndLeavesNoHalfWrittenCheckpoint) {
+  test::TempDir dir;
+  const std::string root = dir.path("ds"), runs = dir.path("run");
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(root) + " --train 3 --val 1").code, 0);
+  std::vector<std::string> args = {SL_CLI_PATH, "run", kTrainPipeline};
+  for (const std::string& s : std::vector<std::string>{
+           "scan.root=" + root + "/train", "train.eval.root=null", "train.checkpoint.dir=" + runs,
+           "train.checkpoint.every_steps=1", "train.log.every_steps=1", "train.log.progress=lines", "epochs=100000",
+           "batch.size=32", "batch.drop_last=false"})
+    args.insert(args.end(), {"--set", s});
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::freopen(dir.path("train.out").c_str(), "w", stdout);
+    std::freopen(dir.path("train.err").c_str(), "w", stderr);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(SL_CLI_PATH, argv.data());
+    _exit(127);
+  }
+  auto err_has = [&](const char* text) {
+    return fs::exists(dir.path("train.err")) && read_file(dir.path("train.err")).find(text) != std::string::npos;
+  };
+  bool training = false;
+  for (int i = 0; i < 6000 && !training; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    training = err_has(" step 2 ");
+  }
+  kill(pid, SIGINT);
+  bool heard = false;
+  for (int i = 0; i < 2000 && !heard; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    heard = err_has("Ctrl-C again quits at once");
+  }
+  kill(pid, SIGINT);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ASSERT_TRUE(training) << read_file(dir.path("train.err"));
+  EXPECT_TRUE(heard) << read_file(dir.path("train.err"));
+  ASSERT_TRUE(WIFSIGNALED(st)) << "exited " << (WIFEXITED(st) ? WEXITSTATUS(st) : -1)
+                               << ": the first Ctrl-C's shutdown ended before the second\n"
+                               << read_file(dir.path("train.err"));
+  EXPECT_EQ(WTERMSIG(st), SIGINT);
+  EXPECT_EQ(read_file(dir.path("train.err")).find("interrupted: stopped the source"), std::string::npos)
+      << "the run finished its shutdown";
+  // Every checkpoint under its final name is whole (the one being written, if any, had a temporary name).
+  int whole = 0;
+  for (const auto& e : fs::directory_iterator(runs))
+    if (e.path().extension() == ".safetensors" && e.path().string().find(".tmp.") == std::string::npos) {
+      EXPECT_NO_THROW(read_safetensors(e.path().string())) << e.path();
+      ++whole;
+    }
+  EXPECT_GE(whole, 1);
+}
+
 // checkpoint.keep keeps the newest K step files; train.resume=<a file> continues from that one
 // (not the latest) and reaches the same weights; train.init=<a file> starts from its weights
 // (with lr 1e-30 they come out unchanged, where a fresh start does not).

@@ -32,6 +32,7 @@
 
 #include "graph/atomic_file.h"
 #include "kernels/safetensors.h"
+#include "stages/device/device.h"
 #include "stages/train/checkpoints.h"
 
 namespace sl {
@@ -318,6 +319,17 @@ TEST_F(Dist, ScenesAreDealtSoEachIsReadByExactlyOneRank) {
   };
   EXPECT_EQ(samples(b + "/run/metrics.jsonl"), samples(a + "/run/metrics.jsonl"));
   EXPECT_EQ(read_safetensors(latest_checkpoint(b + "/run")).metadata.at("rank_positions"), "1:0:0 1:0:0");
+  // One process infers with the 2-rank run's checkpoint.
+  Ran inf = sh(b, q(SL_CLI_PATH) + " infer --checkpoint run --cloud " + q(root_ + "/ds/val/scene_0000.pcd") + " --out refined.json");
+  ASSERT_EQ(inf.code, 0) << inf.err;
+  EXPECT_NE(inf.err.find("refined "), std::string::npos) << inf.err;
+  EXPECT_TRUE(fs::exists(b + "/refined.json"));
+  // Pipelines that need one process say so under mpirun instead of writing or scoring a part.
+  Ran w = sh(b, mpirun(2) + q(SL_CLI_PATH) + " run " + q(std::string(SL_SOURCE_DIR) + "/pipelines/preprocess_to_cache.json") +
+                    " -q --threads 1 --set scan.root=" + q(root_ + "/ds/train") + " --set write.path=c2.safetensors");
+  EXPECT_NE(w.code, 0);
+  EXPECT_NE(w.err.find("write_samples writes one file from one process"), std::string::npos) << w.err;
+  EXPECT_FALSE(fs::exists(b + "/c2.safetensors"));
 }
 
 // A pipeline with the fault stage of tests/plugin/fault_plugin.cpp between the samples and the batch.
@@ -376,6 +388,24 @@ TEST_F(Dist, WeightsThatDriftApartStopTheRunNamingTheStepAndTheRank) {
                      "--set train.checkpoint.dir=run2");
   EXPECT_NE(r2.code, 0);
   EXPECT_NE(r2.err.find("the weights of rank(s) 1 differ from rank 0's after step 4"), std::string::npos) << r2.err;
+}
+
+// GPU ranks exchange gradients with NCCL on the model's stream. NCCL takes one GPU per rank.
+TEST_F(Dist, TwoGpuRanksTrainLikeOneGpuWithTheGlobalBatch) {
+  std::string why;
+  const int gpus = cuda_device_count(&why);
+  if (gpus < 2)
+    GTEST_SKIP() << "needs 2 GPUs (NCCL takes one per rank); this machine has " << gpus << (why.empty() ? "" : ": " + why);
+  const std::string a = sub("gpu1"), b = sub("gpu2");
+  const std::string x = "--set device=cuda --set train.max_steps=1";
+  Ran ra = sh(a, train(1, 64, x));
+  Ran rb = sh(b, train(2, 32, x));
+  ASSERT_EQ(ra.code, 0) << ra.err;
+  ASSERT_EQ(rb.code, 0) << rb.err;
+  const StFile fa = read_safetensors(a + "/run/step_00000001.safetensors");
+  const StFile fb = read_safetensors(b + "/run/step_00000001.safetensors");
+  EXPECT_LE(rel_diff(fa, fb, "adam.exp_avg."), 1e-5);
+  EXPECT_LE(rel_diff(fa, fb, ""), 1e-5);
 }
 
 }  // namespace
