@@ -43,6 +43,7 @@ extern "C" void on_sigint(int) {
   // A second Ctrl-C ends the process the usual way.
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGUSR1, SIG_DFL);
   if (g_say_on_signal) {  // write(2) is async-signal-safe; stdio is not
     static const char msg[] =
         "\nstreamline: interrupted: finishing the work in flight and writing a checkpoint "
@@ -116,7 +117,8 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
   }
   RunOptions opt;
   opt.threads = threads;
-  opt.trace_path = trace;
+  // Each rank traces its own threads: rank r > 0 writes FILE.rank<r>.
+  opt.trace_path = trace.empty() || comm.rank() == 0 ? trace : trace + ".rank" + std::to_string(comm.rank());
   opt.quiet = quiet;
   opt.cancel = &g_interrupted;
   opt.device = dev.device;
@@ -124,6 +126,9 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
   g_say_on_signal = !quiet;
   std::signal(SIGINT, on_sigint);
   std::signal(SIGTERM, on_sigint);
+  // mpirun forwards SIGUSR1 to every rank without killing them after a second, as it does on
+  // Ctrl-C: `kill -USR1 <mpirun pid>` is the unhurried way to stop a data-parallel run.
+  std::signal(SIGUSR1, on_sigint);
   RunResult r;
   try {
     r = run_pipeline(spec, opt);
@@ -211,7 +216,6 @@ int leave(int code) {
 
 int main(int argc, char** argv) {
   sl::prepare_process(argc, argv);  // may re-execute the program: before MPI starts
-  sl::init_comm(&argc, &argv);
   CLI::App app{"streamline: a oneTBB dataflow engine for training on point clouds"};
   app.require_subcommand(1);
   app.set_version_flag("--version", SL_VERSION);
@@ -264,7 +268,10 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   try {
-    if (*run) return leave(sl::cmd_run(pipeline, sets, threads, trace, quiet));
+    if (*run) {
+      sl::init_comm(&argc, &argv);  // only `run` joins an mpirun job; every path out of it goes through leave()
+      return leave(sl::cmd_run(pipeline, sets, threads, trace, quiet));
+    }
     if (*val) return sl::cmd_validate(pipeline, sets, print, dot);
     if (*stages) {
       std::cout << (json ? sl::StageRegistry::instance().to_json() + "\n" : sl::StageRegistry::instance().to_text());

@@ -117,7 +117,7 @@ bool launched_by_mpirun() {
 }
 
 int launcher_world_size() {
-  for (const char* k : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+  for (const char* k : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
     const int n = env_int(k);
     if (n >= 1) return n;
   }

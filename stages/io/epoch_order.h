@@ -13,7 +13,9 @@
 #include <numeric>
 #include <vector>
 
+#include "graph/error.h"
 #include "graph/message.h"
+#include "graph/stage.h"
 #include "stages/geometry/rng.h"
 
 namespace sl {
@@ -47,5 +49,29 @@ class EpochOrder {
   std::vector<int64_t> order_;
   int64_t epoch_ = -1;
 };
+
+// Every rank must deal the same epoch: a source calls this from start() (every rank does, in the
+// same order) with its item count and a hash of what the items are; a rank that sees another
+// dataset (a node with a stale copy) fails the run naming the ranks, instead of training on
+// overlapping or missing shares.
+inline void check_same_items_on_every_rank(RunContext& ctx, int64_t n, uint64_t hash, const std::string& where) {
+  if (ctx.world() <= 1) return;
+  const uint64_t mine[2] = {(uint64_t)n, hash};
+  std::vector<uint64_t> all(2 * (size_t)ctx.world());
+  ctx.comm->allgather(mine, sizeof mine, all.data());
+  std::string differ;
+  for (int r = 1; r < ctx.world(); ++r)
+    if (all[2 * (size_t)r] != all[0] || all[2 * (size_t)r + 1] != all[1])
+      differ += (differ.empty() ? "" : ", ") + std::to_string(r) + " (" + std::to_string(all[2 * (size_t)r]) + " items)";
+  if (!differ.empty())
+    fail(where, "the ranks see different data: rank 0 has " + std::to_string(all[0]) + " items, rank(s) " + differ +
+                    " differ in count or names; every rank must see the same dataset");
+}
+
+// FNV-1a, for the hash above.
+inline uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ULL) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
 
 }  // namespace sl

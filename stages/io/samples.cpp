@@ -214,6 +214,7 @@ class ReadSamples : public SourceStage {
     rank_ = ctx.rank();
     world_ = ctx.world();
     cache_ = std::make_unique<SampleCache>(SampleCache::open(path_, keys_));
+    check_same_items_on_every_rank(ctx, cache_->size(), fnv1a(std::to_string(cache_->size())), where_);
     if (cache_->size() < world_)
       fail(where_, path_ + " holds " + std::to_string(cache_->size()) + " sample(s) for " + std::to_string(world_) +
                        " ranks: every rank needs at least one");

@@ -49,6 +49,9 @@ class ScanDataset : public SourceStage {
     if (limit_ > 0 && (int64_t)refs_.size() > limit_) refs_.resize((size_t)limit_);
     for (size_t i = 0; i < refs_.size(); ++i) refs_[i].scene_index = (int64_t)i;
     if (refs_.empty()) fail(where_, "no " + format_->extension + " files in '" + root_ + "'");
+    uint64_t h = fnv1a(format_->name);
+    for (const auto& r : refs_) h = fnv1a(r.name + '\n', h);
+    check_same_items_on_every_rank(ctx, (int64_t)refs_.size(), h, where_);
     if ((int64_t)refs_.size() < world_)
       fail(where_, std::to_string(refs_.size()) + " scene(s) in '" + root_ + "' for " + std::to_string(world_) +
                        " ranks: every rank needs at least one scene");

@@ -84,9 +84,36 @@ class TrainStep : public Stage {
     if (!live_key_.empty()) retract_live_model(live_key_);
   }
 
+  // In a data-parallel run an exception on one rank must not leave the others waiting in a
+  // collective this rank will never call: it ends the whole job at once, saying why.
   void start(RunContext& ctx) override {
-    ctx_ = &ctx;
     comm_ = ctx.comm ? ctx.comm : &solo_comm();
+    one_voice(ctx, [&] { start_run(ctx); });
+  }
+  void process(Item in, const Position& pos, Emitter& out, RunContext& ctx) override {
+    one_voice(ctx, [&] { train_batch(std::move(in), pos, out, ctx); });
+  }
+  void on_marker(const Envelope& m, Emitter& out, RunContext& ctx) override {
+    one_voice(ctx, [&] { marker(m, out, ctx); });
+  }
+  void finish(RunContext& ctx) override {
+    one_voice(ctx, [&] { finish_run(ctx); });
+  }
+
+ private:
+  template <class F>
+  void one_voice(RunContext& ctx, F&& f) {
+    if (ctx.world() <= 1) return f();
+    try {
+      f();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "[rank %d] error: %s: %s\n", ctx.rank(), id.c_str(), e.what());
+      comm_->abort(1);
+    }
+  }
+
+  void start_run(RunContext& ctx) {
+    ctx_ = &ctx;
     voice_ = ctx.rank() == 0;
     synced_ = ctx.world() > 1 || accumulate_ > 1;
     // The model and Adam live on the run's backend; the layer sequence is the same on both.
@@ -125,6 +152,14 @@ class TrainStep : public Stage {
     if (ctx.world() > 1) share_start_state(starts);
     ctx.start = starts[(size_t)ctx.rank()].position;
     ctx.start_skip_samples = starts[(size_t)ctx.rank()].skip;
+    if (ctx.world() > 1) {  // every rank on the same kind of backend, or the exchanges differ
+      const char mine = backend_.is_cuda() ? 'g' : 'c';
+      std::string all((size_t)ctx.world(), ' ');
+      comm_->allgather(&mine, 1, all.data());
+      if (all.find(mine == 'g' ? 'c' : 'g') != std::string::npos)
+        throw Error("the ranks run on different backends (" + all + ": g = GPU, c = CPU, by rank); give every rank a GPU "
+                    "or set \"device\": \"cpu\"");
+    }
     if (synced_) sync_ = std::make_unique<GradSync>(*comm_, *model_, accumulate_);
     pos_ = ctx.start;
     pos_skip_ = ctx.start_skip_samples;
@@ -147,7 +182,7 @@ class TrainStep : public Stage {
     live_key_ = publish_live_model(host_model_ ? host_model_.get() : model_.get());
   }
 
-  void process(Item in, const Position&, Emitter&, RunContext& ctx) override {
+  void train_batch(Item in, const Position&, Emitter&, RunContext& ctx) {
     // After max_steps / a failure: drain without training. A dropped device batch gives its
     // ring slot back when its handle goes (DeviceBatchHandle's destructor).
     if (stopped_) return;
@@ -206,7 +241,7 @@ class TrainStep : public Stage {
     }
   }
 
-  void on_marker(const Envelope& m, Emitter&, RunContext& ctx) override {
+  void marker(const Envelope& m, Emitter&, RunContext& ctx) {
     if (m.type != Envelope::Type::EpochEnd || stopped_) return;
     // Synced steps: the partial window of micro-batches is a step, then rounds until every rank
     // has finished its share of the epoch (a rank with less data joins with none).
@@ -230,7 +265,7 @@ class TrainStep : public Stage {
       run_eval(ctx, finished_epoch);
   }
 
-  void finish(RunContext& ctx) override {
+  void finish_run(RunContext& ctx) {
     if (tty_) std::fprintf(stderr, "\n");
     // Synced steps: the last rounds, without this rank's partial window (an interrupted window
     // is trained again after a resume), until every rank is here or one asked to stop.
@@ -254,7 +289,6 @@ class TrainStep : public Stage {
     ctx.add_summary("metrics: " + metrics_path_);
   }
 
- private:
   // ---- synced steps: gradient accumulation and data-parallel ranks (grad_sync.h) -----------
   // One micro-batch: forward + backward, its gradient added to the step's window.
   void micro_batch(const Batch& b, int B, int P, int L, RunContext& ctx) {
@@ -481,6 +515,13 @@ class TrainStep : public Stage {
   // GPU runs: wait for the loss in flight; bring the weights to the host copy used by eval.
   void sync_host(int64_t) {
     if (!backend_.is_cuda() || !model_ || model_->capacity() == 0) return;
+    if (synced_) {  // the loss came with each step's exchange (the global one); only the weights
+      if (!voice_) return;
+      std::vector<float> w(model_->num_params());
+      model_->download_params(w.data());
+      host_model_->upload_params(w.data());
+      return;
+    }
     if (!model_->loss_pending()) {  // check the steps since the last read before saving them
       model_->request_loss();
       requested_step_ = step_;
@@ -543,7 +584,7 @@ class TrainStep : public Stage {
     if (voice_) {
       try {
         save_checkpoint(path, *model_, adam_.get(), train_metadata(st, pipeline_for_meta_));
-      } catch (const Error& e) {
+      } catch (const std::exception& e) {  // any failure, so the status sum below always runs
         err = e.what();
       }
     }

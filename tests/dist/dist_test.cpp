@@ -106,9 +106,9 @@ class Dist : public ::testing::Test {
 
   // The from-cache training pipeline, every short batch kept (drop_last false: the global batch
   // is then the same samples for every split, epoch ends included).
-  static std::string train(int np, int batch, const std::string& extra, bool quiet = true) {
+  static std::string train(int np, int batch, const std::string& extra, bool quiet = true, int threads = 1) {
     std::string cmd = q(SL_CLI_PATH) + " run " + q(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train_from_cache.json") +
-                      (quiet ? " -q" : "") + " --threads 1 --set samples.path=" + q(root_ + "/cache.safetensors") +
+                      (quiet ? " -q" : "") + " --threads " + std::to_string(threads) + " --set samples.path=" + q(root_ + "/cache.safetensors") +
                       " --set batch.drop_last=false --set epochs=100 --set train.checkpoint.dir=run --set batch.size=" +
                       std::to_string(batch) + " " + extra;
     return np > 1 ? mpirun(np) + cmd : cmd;
@@ -155,13 +155,16 @@ double loss_at(const std::string& metrics, int step) {
 }
 
 TEST_F(Dist, OneStepGivesTheSameGradientOnTwoRanksAsOneBatchAndAsAccumulation) {
-  const std::string a = sub("n1b64"), b = sub("n2b32"), c = sub("n1b32acc2");
+  const std::string a = sub("n1b64"), b = sub("n2b32"), c = sub("n1b32acc2"), d = sub("n2b16acc2");
   Ran ra = sh(a, train(1, 64, "--set train.max_steps=1"));
   Ran rb = sh(b, train(2, 32, "--set train.max_steps=1"));
   Ran rc = sh(c, train(1, 32, "--set train.max_steps=1 --set train.accumulate=2"));
+  Ran rd = sh(d, train(2, 16, "--set train.max_steps=1 --set train.accumulate=2"));
   ASSERT_EQ(ra.code, 0) << ra.err;
   ASSERT_EQ(rb.code, 0) << rb.err;
   ASSERT_EQ(rc.code, 0) << rc.err;
+  ASSERT_EQ(rd.code, 0) << rd.err;
+  const StFile fd = read_safetensors(d + "/run/step_00000001.safetensors");
   const StFile fa = read_safetensors(a + "/run/step_00000001.safetensors");
   const StFile fb = read_safetensors(b + "/run/step_00000001.safetensors");
   const StFile fc = read_safetensors(c + "/run/step_00000001.safetensors");
@@ -170,6 +173,9 @@ TEST_F(Dist, OneStepGivesTheSameGradientOnTwoRanksAsOneBatchAndAsAccumulation) {
   EXPECT_LE(rel_diff(fa, fc, "adam.exp_avg."), 1e-5);
   EXPECT_LE(rel_diff(fa, fb, ""), 1e-5);
   EXPECT_LE(rel_diff(fa, fc, ""), 1e-5);
+  EXPECT_LE(rel_diff(fa, fd, "adam.exp_avg."), 1e-5);  // both at once: 2 ranks x 16 x accumulate 2
+  EXPECT_LE(rel_diff(fa, fd, ""), 1e-5);
+  EXPECT_EQ(fd.metadata.at("rank_positions"), "0:32:0 0:32:0");
   // Each rank read 32 items of its share; the file records both and the rank count.
   EXPECT_EQ(fb.metadata.at("world_size"), "2");
   EXPECT_EQ(fb.metadata.at("rank_positions"), "0:32:0 0:32:0");
@@ -213,6 +219,19 @@ TEST_F(Dist, TwentyStepsFollowTheSameLossCurveAcrossTheThreeSplits) {
   EXPECT_EQ(ckpt_lines, 1u) << rb.out;
 }
 
+// Three ranks: a sum of three depends on its order, so equal bytes mean a fixed order. Two threads
+// per rank: the collectives are called from whichever engine thread runs the trainer.
+TEST_F(Dist, ThreeRankRunsWithTwoThreadsEachAreBitIdentical) {
+  const std::string a = sub("one"), b = sub("two");
+  const std::string x = "--set train.max_steps=6 --set train.checkpoint.every_steps=1000";
+  Ran ra = sh(a, train(3, 16, x, true, 2));
+  Ran rb = sh(b, train(3, 16, x, true, 2));
+  ASSERT_EQ(ra.code, 0) << ra.err;
+  ASSERT_EQ(rb.code, 0) << rb.err;
+  EXPECT_EQ(read_file(a + "/run/step_00000006.safetensors"), read_file(b + "/run/step_00000006.safetensors"));
+  EXPECT_EQ(read_safetensors(a + "/run/step_00000006.safetensors").metadata.at("world_size"), "3");
+}
+
 TEST_F(Dist, TwoRankRunsAreBitIdenticalAndAResumedOneEndsLikeAnUninterruptedOne) {
   const std::string a = sub("whole"), b = sub("again"), c = sub("resumed");
   // Over two epochs' ends; interrupted in the middle of the second epoch.
@@ -238,46 +257,54 @@ TEST_F(Dist, TwoRankRunsAreBitIdenticalAndAResumedOneEndsLikeAnUninterruptedOne)
   EXPECT_EQ(read_file(c + end), read_file(a + end)) << "resumed 2-rank run differs from the uninterrupted one";
 }
 
-TEST_F(Dist, CtrlCOnMpirunCheckpointsAndTheResumeEndsLikeAnUninterruptedRun) {
-  const std::string a = sub("whole"), c = sub("interrupted");
+// Ctrl-C on mpirun: it sends the ranks SIGTERM and, one second later (odls_base_sigkill_timeout),
+// SIGKILL; SIGUSR1 it forwards and waits (the unhurried way, README). Either way every rank stops
+// after the same step, rank 0 checkpoints, and the resumed run ends byte-identical.
+TEST_F(Dist, CtrlCOrSigusr1OnMpirunCheckpointsAndTheResumeEndsLikeAnUninterruptedRun) {
+  const std::string a = sub("whole");
   // A small model: many fast steps, so the interruption lands well inside the run.
   const std::string x = "--set train.checkpoint.every_steps=1000 --set train.log.every_steps=1 --set train.log.progress=lines"
                         " --set train.model.encoder=[16,32,64] --set train.model.line_mlp=[16,32] --set train.model.regressor=[32,16]"
                         " --set train.max_steps=300";
   Ran ra = sh(a, train(2, 16, x));
   ASSERT_EQ(ra.code, 0) << ra.err;
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::chdir(c.c_str());
-    std::freopen("train.out", "w", stdout);
-    std::freopen("train.err", "w", stderr);
-    const std::string cmd = "exec " + train(2, 16, x, false);
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), (char*)nullptr);
-    _exit(127);
+  for (int sig : {SIGINT, SIGUSR1}) {
+    SCOPED_TRACE(sig == SIGINT ? "SIGINT" : "SIGUSR1");
+    const std::string c = sub(sig == SIGINT ? "sigint" : "sigusr1");
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      if (::chdir(c.c_str()) != 0) _exit(126);
+      std::freopen("train.out", "w", stdout);
+      std::freopen("train.err", "w", stderr);
+      const std::string cmd = "exec " + train(2, 16, x, false);
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), (char*)nullptr);
+      _exit(127);
+    }
+    // Interrupt once training runs (rank 0's progress line of step 3), not after a fixed time.
+    bool training = false;
+    for (int i = 0; i < 1200 && !training; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      training = fs::exists(c + "/train.err") && read_file(c + "/train.err").find(" step 3 ") != std::string::npos;
+    }
+    kill(pid, sig);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    ASSERT_TRUE(training) << read_file(c + "/train.err");
+    const std::string err = read_file(c + "/train.err");
+    EXPECT_NE(err.find("interrupted"), std::string::npos) << err;
+    const std::string ckpt = latest_checkpoint(c + "/run");
+    ASSERT_FALSE(ckpt.empty()) << "no checkpoint after the signal to mpirun\n" << err;
+    const int64_t stop = std::stoll(read_safetensors(ckpt).metadata.at("step"));
+    ASSERT_LT(stop, 300) << "the run ended before the interruption; nothing was tested";
+    EXPECT_GE(stop, 3);
+    Ran r2 = sh(c, train(2, 16, x + " --set train.resume=auto", false));
+    ASSERT_EQ(r2.code, 0) << r2.err;
+    EXPECT_NE(r2.err.find("resumed from run/" + checkpoint_name(stop) + " at step " + std::to_string(stop)), std::string::npos)
+        << r2.err;
+    EXPECT_EQ(read_file(c + "/run/step_00000300.safetensors"), read_file(a + "/run/step_00000300.safetensors"))
+        << "interrupted at step " << stop;
   }
-  // Interrupt once training runs (rank 0's progress line of step 3), not after a fixed time.
-  bool training = false;
-  for (int i = 0; i < 1200 && !training; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    training = fs::exists(c + "/train.err") && read_file(c + "/train.err").find(" step 3 ") != std::string::npos;
-  }
-  kill(pid, SIGINT);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  ASSERT_TRUE(training) << read_file(c + "/train.err");
-  const std::string err = read_file(c + "/train.err");
-  EXPECT_NE(err.find("interrupted"), std::string::npos) << err;
-  const std::string ckpt = latest_checkpoint(c + "/run");
-  ASSERT_FALSE(ckpt.empty()) << "no checkpoint after Ctrl-C on mpirun\n" << err;
-  const int64_t stop = std::stoll(read_safetensors(ckpt).metadata.at("step"));
-  ASSERT_LT(stop, 300) << "the run ended before the interruption; nothing was tested";
-  EXPECT_GE(stop, 3);
-  Ran r2 = sh(c, train(2, 16, x + " --set train.resume=auto", false));
-  ASSERT_EQ(r2.code, 0) << r2.err;
-  EXPECT_NE(r2.err.find("resumed from run/" + checkpoint_name(stop) + " at step " + std::to_string(stop)), std::string::npos) << r2.err;
-  EXPECT_EQ(read_file(c + "/run/step_00000300.safetensors"), read_file(a + "/run/step_00000300.safetensors"))
-      << "interrupted at step " << stop;
 }
 
 TEST_F(Dist, ResumingWithAnotherRankCountWorksAtAnEpochBoundaryAndIsRefusedInside) {

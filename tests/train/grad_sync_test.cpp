@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <set>
 
@@ -12,6 +13,7 @@
 #include "graph/error.h"
 #include "kernels/model.h"
 #include "kernels/ops.h"
+#include "graph/stage.h"
 #include "stages/io/epoch_order.h"
 #include "stages/train/checkpoints.h"
 #include "stages/train/grad_sync.h"
@@ -188,6 +190,43 @@ TEST(Comm, OneProcessIsAWorldOfOne) {
   int64_t in = 7, out = 0;
   c.allgather(&in, sizeof in, &out);
   EXPECT_EQ(out, 7);
+}
+
+// A world of two seen from rank 0, whose peer reports `peer` bytes in every all-gather.
+class TwoRankView : public Comm {
+ public:
+  explicit TwoRankView(std::vector<char> peer) : peer_(std::move(peer)) { size_ = 2; }
+  std::string describe() const override { return "test"; }
+  void sum(double*, size_t) override {}
+  void sum_identical(float*, size_t) override {}
+  void allgather(const void* in, size_t bytes, void* out) override {
+    std::memcpy(out, in, bytes);
+    std::memcpy(static_cast<char*>(out) + bytes, peer_.data(), std::min(bytes, peer_.size()));
+  }
+  void broadcast(void*, size_t, int) override {}
+  [[noreturn]] void abort(int) override { std::abort(); }
+
+ private:
+  std::vector<char> peer_;
+};
+
+TEST(EpochOrder, RanksThatSeeAnotherDatasetAreRefused) {
+  const uint64_t same[2] = {12, fnv1a("a\nb\n")};
+  const uint64_t other[2] = {12, fnv1a("a\nc\n")};
+  auto view = [](const uint64_t* v) { return std::vector<char>((const char*)v, (const char*)v + 16); };
+  TwoRankView agree(view(same)), disagree(view(other));
+  RunContext ctx;
+  ctx.comm = &agree;
+  EXPECT_NO_THROW(check_same_items_on_every_rank(ctx, 12, same[1], "/stages/0/params/root"));
+  ctx.comm = &disagree;
+  try {
+    check_same_items_on_every_rank(ctx, 12, same[1], "/stages/0/params/root");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the ranks see different data: rank 0 has 12 items, rank(s) 1 (12 items)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
