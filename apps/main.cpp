@@ -78,6 +78,14 @@ std::string rank_device(const DeviceChoice& dev, const std::string& requested, i
 // Where a rank's messages come from: "" for one process, "[rank 1] " otherwise.
 std::string rank_tag(const Comm& c) { return c.size() > 1 ? "[rank " + std::to_string(c.rank()) + "] " : ""; }
 
+// One line to stderr in one write: under mpirun each rank's stderr is forwarded in the chunks it
+// was written in, so a line written in pieces can be split by another process's message.
+void say_line(const std::string& line) {
+  const std::string s = line + "\n";
+  std::fwrite(s.data(), 1, s.size(), stderr);
+  std::fflush(stderr);
+}
+
 int cmd_run(const std::string& path, const std::vector<std::string>& sets, int threads, const std::string& trace,
             bool quiet) {
   Comm& comm = world_comm();
@@ -88,7 +96,7 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
   try {
     spec = load_pipeline(path, sets);
   } catch (const Error& e) {
-    std::cerr << tag << "error: " << e.what() << "\n";
+    say_line(tag + "error: " + e.what());
     return kExitUsage;
   }
   DeviceChoice dev;
@@ -96,7 +104,7 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
     dev = choose_device(spec.device);
     dev.device = rank_device(dev, spec.device, comm.size());
   } catch (const Error& e) {
-    std::cerr << tag << "error: " << spec.source_path << ": /device: " << e.what() << "\n";
+    say_line(tag + "error: " + spec.source_path + ": /device: " + e.what());
     return kExitUsage;
   }
   if (!quiet) std::cerr << "streamline: " << spec.name << " -- " << dev.reason << "\n";
@@ -133,7 +141,7 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
   try {
     r = run_pipeline(spec, opt);
   } catch (const Error& e) {
-    std::cerr << tag << "error: " << e.what() << "\n";
+    say_line(tag + "error: " + e.what());
     return kExitRunFailure;
   }
   if (!quiet) std::cerr << format_report(r);
@@ -150,7 +158,7 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
     }
   }
   if (!trace.empty() && !quiet) std::cerr << "trace written to " << trace << " (open it in https://ui.perfetto.dev)\n";
-  if (!r.ok) std::cerr << tag << "error: " << r.error << "\n";
+  if (!r.ok) say_line(tag + "error: " + r.error);
   if (r.interrupted && comm.rank() == 0)
     std::cerr << "interrupted: stopped the source, drained the stages, finished the sink\n";
   return r.exit_code();
@@ -206,7 +214,7 @@ int leave(int code) {
   } catch (const sl::Error&) {
   }
   if (c && c->size() > 1 && code != 0 && code != 130) {
-    std::cerr << "[rank " << c->rank() << "] ending the job (exit " << code << ")\n";
+    sl::say_line("[rank " + std::to_string(c->rank()) + "] ending the job (exit " + std::to_string(code) + ")");
     c->abort(code);
   }
   sl::finalize_comm();
