@@ -28,6 +28,10 @@ double median_us(int reps, Fn fn) {  // median wall time of one call of fn(), mi
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 std::string shell(const char* cmd) {
   std::string out;
   if (FILE* p = popen(cmd, "r")) {
@@ -91,6 +95,38 @@ int main(int argc, char** argv) {
     }
   }) / n_lines;
 
+  // The shipped pipeline's samples: 10 m pieces (split_lines), perturbed to 32 points
+  // (perturb_line), cropped around the noisy piece with the default cell (radius / 2). Each
+  // crop kernel this CPU runs, side by side, interleaved per repetition.
+  std::vector<sl::Polyline> pieces;
+  for (const auto& l : sc.lines)
+    for (const auto& pc : sl::split_polyline(l.points, 10.0)) {
+      sl::Polyline piece;
+      piece.points = pc;
+      sl::Tensor noisy, off;
+      sl::perturb_line(sl::resample_polyline(piece, L), {}, 7 + pieces.size(), &noisy, &off);
+      pieces.push_back(sl::polyline_of(noisy));
+    }
+  const auto piece_index = sl::GridIndex::build(sc.cloud, radius / 2);
+  const std::vector<std::string> kernels = sl::crop_kernels();
+  std::vector<std::vector<double>> t_piece(kernels.size());
+  size_t piece_points = 0;
+  for (int r = 0; r < reps; ++r)
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      sl::use_crop_kernel(kernels[k]);
+      size_t got = 0;
+      t_piece[k].push_back(median_us(1, [&] {
+        for (const auto& pc : pieces) got += sl::crop_polyline(sc.cloud, *piece_index, pc, radius).size();
+      }) / pieces.size());
+      piece_points = got / pieces.size();
+    }
+  sl::use_crop_kernel("");
+  for (const auto& pc : pieces)
+    if (sl::crop_polyline(sc.cloud, *piece_index, pc, radius) != sl::crop_polyline_reference(sc.cloud, pc, radius)) {
+      std::fprintf(stderr, "indexed crop of a piece differs from the reference\n");
+      return 1;
+    }
+
   char row[512];
   std::string md = "# Geometry stages, per line\n\n";
   md += "Machine: " + shell("lscpu | grep 'Model name' | sed 's/Model name: *//'") + ", nproc " + shell("nproc") +
@@ -115,6 +151,17 @@ int main(int argc, char** argv) {
   md += row;
   std::snprintf(row, sizeof row, "| resample_polyline + center_sample + perturb_line | %.1f | |\n", t_center_perturb);
   md += row;
+  std::snprintf(row, sizeof row,
+                "\nThe shipped pipeline's samples: %zu pieces of <= 10 m, perturbed to %d points, cropped around the "
+                "noisy piece (cell %.2f m), mean crop %zu points; microseconds per piece, median of %d, per kernel:\n\n"
+                "| crop kernel | us per piece | vs scalar |\n|---|---:|---:|\n",
+                pieces.size(), L, radius / 2, piece_points, reps);
+  md += row;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const double t = median_of(t_piece[k]), t_scalar = median_of(t_piece.back());
+    std::snprintf(row, sizeof row, "| %s | %.1f | %.2fx |\n", kernels[k].c_str(), t, t_scalar / t);
+    md += row;
+  }
   std::snprintf(row, sizeof row, "\nPer line (indexed crop + resample + center + perturb): %.1f us -> %.0f lines/s on one core.\n",
                 t_crop + t_resample + t_center_perturb, 1e6 / (t_crop + t_resample + t_center_perturb));
   md += row;

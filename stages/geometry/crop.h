@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "graph/message.h"
@@ -19,9 +20,10 @@ class GridIndex {
   // cell_size > 0 (a good choice: the crop radius). The grid covers the bounding box of the
   // finite points; points with a non-finite x, y or z are left out (they can never be within a
   // radius). If the grid would exceed kMaxCells cells the cell size is enlarged (a sparse
-  // scene spread over a huge area must not allocate gigabytes). Throws sl::Error when the
-  // cloud lacks x, y or z, or cell_size is not positive.
-  static std::shared_ptr<const GridIndex> build(const PointCloud& cloud, float cell_size);
+  // scene spread over a huge area must not allocate gigabytes). with_z: keep a copy of z for
+  // crops with a z band (without it the index takes 12 bytes per point, with it 16). Throws
+  // sl::Error when the cloud lacks x, y or z, or cell_size is not positive.
+  static std::shared_ptr<const GridIndex> build(const PointCloud& cloud, float cell_size, bool with_z = true);
 
   static constexpr int64_t kMaxCells = int64_t(1) << 24;
 
@@ -30,6 +32,8 @@ class GridIndex {
   int ny() const { return ny_; }
   size_t size() const { return ids_.size(); }  // indexed (finite) points
   size_t cloud_size() const { return cloud_size_; }
+  bool with_z() const { return with_z_; }
+  size_t bytes() const;  // memory held
   // Cell coordinate of x (resp. y), clamped to the grid.
   int cell_x(float x) const;
   int cell_y(float y) const;
@@ -42,7 +46,8 @@ class GridIndex {
   size_t cloud_size_ = 0;
   std::vector<uint32_t> start_;   // [nx*ny+1]: cell c holds ids_[start_[c] .. start_[c+1])
   std::vector<uint32_t> ids_;     // point ids, grouped by cell, ascending within a cell
-  std::vector<float> xs_, ys_, zs_;  // coordinates in ids_ order
+  std::vector<float> xs_, ys_, zs_;  // coordinates in ids_ order, padded (crop_kernel.h: kPad); zs_ only with_z
+  bool with_z_ = true;
 };
 
 // Every point whose horizontal (x, y) distance to the polyline (its segments; a one-point
@@ -54,6 +59,12 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& in
                                     const Polyline& line, float radius,
                                     float z_min = -std::numeric_limits<float>::infinity(),
                                     float z_max = std::numeric_limits<float>::infinity());
+
+// The per-point test runs on the widest vector unit this CPU has (chosen at run time: avx2,
+// else sse2, else scalar); every kernel makes the same decisions as the reference.
+const char* crop_kernel();                 // the one in use
+std::vector<std::string> crop_kernels();   // those this CPU can run, best first
+void use_crop_kernel(const std::string& name);  // tests and benchmarks; "" = the best
 
 // The same selection by brute force over all points: the reference the indexed crop is
 // tested against (bit-identical results, same distance arithmetic).

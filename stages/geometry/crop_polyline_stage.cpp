@@ -20,11 +20,11 @@ namespace {
 // while the decoded cloud stays in the scene cache): keyed by the cloud object.
 class IndexCache {
  public:
-  std::shared_ptr<const GridIndex> get(const std::shared_ptr<const PointCloud>& cloud, float cell) {
+  std::shared_ptr<const GridIndex> get(const std::shared_ptr<const PointCloud>& cloud, float cell, bool with_z) {
     if (auto idx = find(cloud)) return idx;
     // Built outside the lock: crop threads working on other scenes do not wait for it. Two
     // threads may build the same index at once; the first one stored is kept.
-    auto built = GridIndex::build(*cloud, cell);
+    auto built = GridIndex::build(*cloud, cell, with_z);
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [w, idx] : entries_)
       if (w.lock() == cloud) return idx;
@@ -68,7 +68,8 @@ class CropPolyline : public Stage {
   void process(Item in, const Position&, Emitter& out, RunContext&) override {
     auto s = std::get<std::shared_ptr<Sample>>(in);
     if (!s->scene || !s->scene->cloud) throw Error(s->describe() + ": crop needs the sample's scene cloud");
-    auto index = cache_.get(s->scene->cloud, cell_);  // built once per decoded cloud
+    // Built once per decoded cloud; with a copy of z only when this crop has a z band.
+    auto index = cache_.get(s->scene->cloud, cell_, z_min_ > -INFINITY || z_max_ < INFINITY);
     s->indices = crop_polyline(*s->scene->cloud, *index, polyline_of(s->at(around_)), radius_, z_min_, z_max_);
     if ((int64_t)s->indices.size() < min_points_) {
       // Too few points near the line: this stage's policy applies to the sample alone.

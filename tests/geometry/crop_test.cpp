@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "graph/error.h"
@@ -53,9 +54,14 @@ TEST(Crop, IndexedEqualsReferenceOverSeedsRadiiCellsAndZBands) {
         const auto line = random_line(rng, 25.f, n_pts, trial % 2 == 1);
         const bool band = trial % 3 == 0;
         const float zmin = band ? -0.4f : -INFINITY, zmax = band ? 0.7f : INFINITY;
-        const auto fast = sl::crop_polyline(cloud, *index, line, radius, zmin, zmax);
         const auto ref = sl::crop_polyline_reference(cloud, line, radius, zmin, zmax);
-        ASSERT_EQ(fast, ref) << "seed " << seed << " cell " << cell << " trial " << trial;
+        // Every kernel this CPU can run (avx2, sse2, scalar) makes the reference's decisions.
+        for (const std::string& kernel : sl::crop_kernels()) {
+          sl::use_crop_kernel(kernel);
+          const auto fast = sl::crop_polyline(cloud, *index, line, radius, zmin, zmax);
+          sl::use_crop_kernel("");
+          ASSERT_EQ(fast, ref) << kernel << " kernel, seed " << seed << " cell " << cell << " trial " << trial;
+        }
         total_selected += ref.size();
       }
     }
@@ -139,6 +145,17 @@ TEST(Crop, IndexedCropEqualsAnIndependentDoublePrecisionOracleAwayFromBorders) {
   }
   EXPECT_GT(selected, 5000);
   EXPECT_LT(unjudged, judged / 1000);
+}
+
+TEST(Crop, TheBestKernelThisCpuRunsIsTheOneInUse) {
+  const auto kernels = sl::crop_kernels();
+  ASSERT_FALSE(kernels.empty());
+  EXPECT_EQ(kernels.back(), "scalar");
+  EXPECT_EQ(std::string(sl::crop_kernel()), kernels.front());
+#if defined(__x86_64__)
+  EXPECT_EQ(std::find(kernels.begin(), kernels.end(), "avx2") != kernels.end(), (bool)__builtin_cpu_supports("avx2"));
+#endif
+  EXPECT_THROW(sl::use_crop_kernel("avx9000"), sl::Error);
 }
 
 TEST(Crop, SelectsExactlyThePointsWithinRadiusOfASegmentNotJustVertices) {
