@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "data/gen.h"
+#include "graph/memory.h"
 #include "data/render.h"
 #include "graph/error.h"
 #include "kernels/gemm.h"
@@ -185,7 +186,10 @@ int cmd_report(const std::string& dir) {
 
 }  // namespace
 
-void prepare_process(int argc, char** argv) { ensure_blas_env(argc, argv); }
+void prepare_process(int argc, char** argv) {
+  ensure_blas_env(argc, argv);
+  tune_allocator();
+}
 
 void add_commands(CLI::App& app) {
   Commands& c = commands();

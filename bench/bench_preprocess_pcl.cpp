@@ -35,6 +35,7 @@
 
 #include "data/gen.h"
 #include "graph/engine.h"
+#include "graph/memory.h"
 #include "graph/spec.h"
 #include "stages/geometry/perturb.h"
 #include "stages/io/lines_json.h"
@@ -139,6 +140,7 @@ bool numpy_epoch(const std::string& root, int reps, int64_t* samples, double* se
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string allocator = sl::tune_allocator();  // as the streamline CLI does
   std::string root = "/tmp/sl_bench_preprocess";
   int reps = 5, epochs = 2;
   bool numpy = true;

@@ -1,6 +1,8 @@
 #include "stages/device/device.h"
 
 #include "graph/comm.h"
+#include "graph/memory.h"
+#include "stages/geometry/crop.h"
 
 #include <sstream>
 #include <thread>
@@ -78,6 +80,11 @@ std::string doctor_report() {
 #endif
   o << "  OpenBLAS: " << openblas_get_config() << " (kernels: " << openblas_get_corename() << ")\n";
   o << "  ranks: " << comm_build_info() << "\n";
+  o << "  crop kernel: " << crop_kernel() << " (this CPU runs: ";
+  const auto kernels = crop_kernels();
+  for (size_t i = 0; i < kernels.size(); ++i) o << (i ? ", " : "") << kernels[i];
+  o << ")\n";
+  o << "  allocator: " << (allocator_tuning().empty() ? std::string("the C library's defaults") : allocator_tuning()) << "\n";
 #ifdef SL_WITH_CUDA
   int rt = 0, drv = 0;
   cudaRuntimeGetVersion(&rt);

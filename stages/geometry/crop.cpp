@@ -218,8 +218,8 @@ static inline int clamp_cell(float f, int n) {
 int GridIndex::cell_x(float x) const { return clamp_cell((x - x0_) * inv_cell_, nx_); }
 int GridIndex::cell_y(float y) const { return clamp_cell((y - y0_) * inv_cell_, ny_); }
 size_t GridIndex::bytes() const {
-  return sizeof(*this) + (start_.capacity() + ids_.capacity()) * sizeof(uint32_t) +
-         (xs_.capacity() + ys_.capacity() + zs_.capacity()) * sizeof(float);
+  return sizeof(*this) + (start_.capacity() + ids_.size()) * sizeof(uint32_t) +
+         (xs_.size() + ys_.size() + zs_.size()) * sizeof(float);
 }
 
 std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float cell_size, bool with_z) {
@@ -264,10 +264,14 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
   for (size_t k = 1; k < g->start_.size(); ++k) g->start_[k] += g->start_[k - 1];
   const size_t m = g->start_.back();
   // Padded: the kernels may load up to kPad floats past the last point.
-  g->ids_.resize(m), g->xs_.assign(m + kPad, 0.f), g->ys_.assign(m + kPad, 0.f);
-  if (with_z) g->zs_.assign(m + kPad, 0.f);
+  g->ids_.allocate(m), g->xs_.allocate(m + kPad), g->ys_.allocate(m + kPad);
+  if (with_z) g->zs_.allocate(m + kPad);
   uint32_t* const ids = g->ids_.data();
   float *const xs = g->xs_.data(), *const ys = g->ys_.data(), *const zs = with_z ? g->zs_.data() : nullptr;
+  for (size_t j = m; j < m + kPad; ++j) {  // the padding a kernel may load (and ignore)
+    xs[j] = ys[j] = 0.f;
+    if (zs) zs[j] = 0.f;
+  }
   // Scatter with start_[c] as the write cursor (it ends at the old start_[c+1]), then shift
   // back by one: no second cursor array over all cells.
   uint32_t* const cursor = g->start_.data();
@@ -289,7 +293,7 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
     fail("crop_polyline", "the index was built for a cloud of " + std::to_string(g.cloud_size_) +
                               " points, this one has " + std::to_string(cloud.size()));
   std::vector<uint32_t> out;
-  if (!(radius >= 0) || line.points.empty() || g.ids_.empty()) return out;
+  if (!(radius >= 0) || line.points.empty() || g.ids_.size() == 0) return out;
   const std::vector<Seg> segs = make_segments(line);
   const float r2 = radius * radius;
   const bool z_band = z_min > -INFINITY || z_max < INFINITY;
@@ -368,7 +372,7 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
       float za;
       if (dist2_to(sg, x0, y0, &za) <= inner2 && dist2_to(sg, x1, y0, &za) <= inner2 &&
           dist2_to(sg, x0, y1, &za) <= inner2 && dist2_to(sg, x1, y1, &za) <= inner2) {
-        out.insert(out.end(), g.ids_.begin() + a, g.ids_.begin() + b);
+        out.insert(out.end(), g.ids_.data() + a, g.ids_.data() + b);
         return;
       }
     }

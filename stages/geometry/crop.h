@@ -45,8 +45,17 @@ class GridIndex {
   int nx_ = 0, ny_ = 0;
   size_t cloud_size_ = 0;
   std::vector<uint32_t> start_;   // [nx*ny+1]: cell c holds ids_[start_[c] .. start_[c+1])
-  std::vector<uint32_t> ids_;     // point ids, grouped by cell, ascending within a cell
-  std::vector<float> xs_, ys_, zs_;  // coordinates in ids_ order, padded (crop_kernel.h: kPad); zs_ only with_z
+  // Arrays filled once by build, never zero-filled first (every element is written).
+  template <typename T>
+  struct Array {
+    std::unique_ptr<T[]> p;
+    size_t n = 0;
+    void allocate(size_t count) { p.reset(new T[count]), n = count; }  // uninitialized
+    T* data() const { return p.get(); }
+    size_t size() const { return n; }
+  };
+  Array<uint32_t> ids_;           // point ids, grouped by cell, ascending within a cell
+  Array<float> xs_, ys_, zs_;     // coordinates in ids_ order, padded (crop_kernel.h: kPad); zs_ only with_z
   bool with_z_ = true;
 };
 
