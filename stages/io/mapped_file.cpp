@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -34,16 +35,25 @@ MappedFile::MappedFile(const std::string& path) {
   }
   size_ = (size_t)sb.st_size;
   if (size_ > 0) {
-    // MAP_POPULATE: one bulk fault-in instead of one page fault per 4 KiB while decoding.
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | (size_ <= kPopulateMax ? MAP_POPULATE : 0), fd, 0);
     if (p == MAP_FAILED) {
       int e = errno;
       ::close(fd);
       fail(path, std::string("cannot map: ") + std::strerror(e));
     }
     data_ = static_cast<const char*>(p);
+    if (size_ > kPopulateMax) ::madvise(p, size_, MADV_SEQUENTIAL);  // a hint: read-ahead, drop behind
   }
   ::close(fd);  // the mapping stays valid after close
+}
+
+void MappedFile::release(size_t upto) const {
+  static const size_t page = (size_t)::sysconf(_SC_PAGESIZE);
+  upto = std::min(upto, size_) / page * page;
+  if (!data_ || upto <= released_) return;
+  // The mapping starts on a page boundary, so [released_, upto) is whole pages.
+  ::madvise(const_cast<char*>(data_) + released_, upto - released_, MADV_DONTNEED);
+  released_ = upto;
 }
 
 MappedFile::~MappedFile() {

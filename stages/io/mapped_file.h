@@ -18,9 +18,20 @@ class MappedFile {
   const char* data() const { return data_; }
   size_t size() const { return size_; }
 
+  // The reader is done with bytes [0, upto): their pages leave this process's memory (they stay
+  // in the page cache, and reading them again still works). Decoding a tile of hundreds of MB
+  // then never holds the whole file and the whole decoded cloud at once. Cheap to call often:
+  // only whole pages past the last release are dropped.
+  void release(size_t upto) const;
+
+  // Files up to this size are read in ahead in one go (MAP_POPULATE: one bulk fault-in instead
+  // of one page fault per 4 KiB); larger ones are faulted in as the reader goes, and released.
+  static constexpr size_t kPopulateMax = size_t(64) << 20;
+
  private:
   const char* data_ = nullptr;
   size_t size_ = 0;
+  mutable size_t released_ = 0;
 };
 
 }  // namespace sl

@@ -441,15 +441,24 @@ BinaryBody locate_compressed(const PcdHeader& h, const char* data, size_t size, 
   return b;
 }
 
-void decode_binary(const PcdHeader& h, const BinaryBody& b, const std::vector<Target>& targets, size_t n) {
+void decode_binary(const PcdHeader& h, const BinaryBody& b, const std::vector<Target>& targets, size_t n,
+                   const MappedFile* mapped) {
   // Blocks of points keep a block's source bytes in L1 while each column is copied out of it.
   constexpr size_t kBlock = 2048;
+  // Uncompressed data read from a mapping: every ~8 MiB the pages behind are released.
+  const bool release = mapped && !b.owned && !b.stride.empty();
+  const size_t point_bytes = release ? b.stride[0] : 0;
+  size_t next_release = size_t(8) << 20;
   for (size_t i0 = 0; i0 < n; i0 += kBlock) {
     size_t m = std::min(kBlock, n - i0);
     for (auto& t : targets) {
       size_t stride = b.stride[t.field];
       const char* src = b.base + b.off[t.field] + size_t(t.elem) * size_t(h.sizes[t.field]) + i0 * stride;
       copy_strided(t.num, src, stride, m, t.out + i0);
+    }
+    if (release && (i0 + m) * point_bytes >= next_release) {
+      mapped->release(h.data_offset + (i0 + m) * point_bytes);
+      next_release = (i0 + m) * point_bytes + (size_t(8) << 20);
     }
   }
 }
@@ -537,7 +546,7 @@ void decode_ascii(const PcdHeader& h, const AsciiLayout& L, const char* data, si
 }  // namespace
 
 PointCloud parse_pcd(const char* data, size_t size, const std::string& path, const PcdReadOptions& opt,
-                     int64_t* dropped_nan) {
+                     int64_t* dropped_nan, const MappedFile* mapped) {
   PcdHeader h = parse_pcd_header(data, size, path);
   if (h.points > opt.max_points)
     fail(path, "POINTS " + std::to_string(h.points) + " exceeds the limit of " + std::to_string(opt.max_points));
@@ -566,7 +575,10 @@ PointCloud parse_pcd(const char* data, size_t size, const std::string& path, con
   BinaryBody bin;
   AsciiLayout asc;
   if (h.data == "binary") bin = locate_binary(h, data, size, path, n);
-  else if (h.data == "binary_compressed") bin = locate_compressed(h, data, size, path, n);
+  else if (h.data == "binary_compressed") {
+    bin = locate_compressed(h, data, size, path, n);
+    if (mapped) mapped->release(size);  // decompressed: the file's bytes are not needed again
+  }
   else asc = ascii_layout(h, data, size, path, n);
 
   cloud.columns.resize(opt.fields.size());
@@ -596,7 +608,7 @@ PointCloud parse_pcd(const char* data, size_t size, const std::string& path, con
     check[a] = scratch[a].data();
   }
   if (h.data == "ascii") decode_ascii(h, asc, data, size, path, targets, n);
-  else decode_binary(h, bin, targets, n);
+  else decode_binary(h, bin, targets, n, mapped);
 
   int64_t dropped = 0;
   if (check[0] || check[1] || check[2]) {
@@ -624,7 +636,7 @@ PointCloud parse_pcd(const char* data, size_t size, const std::string& path, con
 
 PointCloud read_pcd(const std::string& path, const PcdReadOptions& opt, int64_t* dropped_nan) {
   MappedFile f(path);
-  return parse_pcd(f.data(), f.size(), path, opt, dropped_nan);
+  return parse_pcd(f.data(), f.size(), path, opt, dropped_nan, &f);
 }
 
 // ---- writer -----------------------------------------------------------------------------------

@@ -46,9 +46,13 @@ struct PcdReadOptions {
   int64_t max_points = int64_t(1) << 31;  // POINTS above this is an error
 };
 
-// Decodes a whole PCD file held in memory. `path` is only used in error messages.
+class MappedFile;
+
+// Decodes a whole PCD file held in memory. `path` is only used in error messages. When the
+// bytes are a MappedFile's, passing it lets the decoder release the pages it has read as it
+// goes (a large binary tile is never in memory twice).
 PointCloud parse_pcd(const char* data, size_t size, const std::string& path, const PcdReadOptions& opt,
-                     int64_t* dropped_nan = nullptr);
+                     int64_t* dropped_nan = nullptr, const MappedFile* mapped = nullptr);
 // Memory-maps `path` and decodes it.
 PointCloud read_pcd(const std::string& path, const PcdReadOptions& opt, int64_t* dropped_nan = nullptr);
 
