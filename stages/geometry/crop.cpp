@@ -9,6 +9,7 @@
 #endif
 
 #include "graph/error.h"
+#include "graph/memory.h"
 #include "stages/geometry/crop_kernel.h"
 
 namespace sl {
@@ -217,6 +218,14 @@ static inline int clamp_cell(float f, int n) {
 }
 int GridIndex::cell_x(float x) const { return clamp_cell((x - x0_) * inv_cell_, nx_); }
 int GridIndex::cell_y(float y) const { return clamp_cell((y - y0_) * inv_cell_, ny_); }
+template <typename T>
+void GridIndex::Array<T>::allocate(size_t count) {
+  p.reset(new T[count]), n = count;
+  advise_huge_pages(p.get(), count * sizeof(T));
+}
+template struct GridIndex::Array<uint32_t>;
+template struct GridIndex::Array<float>;
+
 size_t GridIndex::bytes() const {
   return sizeof(*this) + (start_.capacity() + ids_.size()) * sizeof(uint32_t) +
          (xs_.size() + ys_.size() + zs_.size()) * sizeof(float);

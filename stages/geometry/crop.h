@@ -50,7 +50,7 @@ class GridIndex {
   struct Array {
     std::unique_ptr<T[]> p;
     size_t n = 0;
-    void allocate(size_t count) { p.reset(new T[count]), n = count; }  // uninitialized
+    void allocate(size_t count);  // uninitialized; 2 MiB pages when large
     T* data() const { return p.get(); }
     size_t size() const { return n; }
   };

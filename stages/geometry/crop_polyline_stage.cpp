@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <future>
 #include <mutex>
 
 #include "graph/error.h"
@@ -17,37 +18,48 @@ namespace sl {
 namespace {
 
 // The grid index of a scene, built once and shared by all of its lines (and by every epoch
-// while the decoded cloud stays in the scene cache): keyed by the cloud object.
+// while the decoded cloud stays in the scene cache): keyed by the cloud object. Exactly one
+// thread builds a scene's index; a crop thread that needs it meanwhile waits for that build
+// rather than making a second copy (on a 20 M-point tile two concurrent builds held 2 x 230 MB).
+// Crop threads working on other scenes do not wait: the build runs outside the lock.
 class IndexCache {
  public:
   std::shared_ptr<const GridIndex> get(const std::shared_ptr<const PointCloud>& cloud, float cell, bool with_z) {
-    if (auto idx = find(cloud)) return idx;
-    // Built outside the lock: crop threads working on other scenes do not wait for it. Two
-    // threads may build the same index at once; the first one stored is kept.
-    auto built = GridIndex::build(*cloud, cell, with_z);
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [w, idx] : entries_)
-      if (w.lock() == cloud) return idx;
-    entries_.emplace_back(cloud, built);
-    return built;
+    std::shared_future<std::shared_ptr<const GridIndex>> ready;
+    std::promise<std::shared_ptr<const GridIndex>> mine;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = entries_.begin(); it != entries_.end();) {
+        auto c = it->first.lock();
+        if (!c) {
+          it = entries_.erase(it);  // that cloud is gone (scene done, not cached)
+          continue;
+        }
+        if (c == cloud) ready = it->second;
+        ++it;
+      }
+      if (!ready.valid()) entries_.emplace_back(cloud, mine.get_future().share());
+    }
+    if (ready.valid()) return ready.get();  // built, or being built by another thread (rethrows its error)
+    try {
+      auto built = GridIndex::build(*cloud, cell, with_z);
+      mine.set_value(built);
+      return built;
+    } catch (...) {
+      mine.set_exception(std::current_exception());
+      std::lock_guard<std::mutex> lock(mu_);  // a later sample of this scene may try again
+      for (auto it = entries_.begin(); it != entries_.end(); ++it)
+        if (it->first.lock() == cloud) {
+          entries_.erase(it);
+          break;
+        }
+      throw;
+    }
   }
 
  private:
-  std::shared_ptr<const GridIndex> find(const std::shared_ptr<const PointCloud>& cloud) {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::shared_ptr<const GridIndex> hit;
-    for (auto it = entries_.begin(); it != entries_.end();) {
-      auto c = it->first.lock();
-      if (!c) it = entries_.erase(it);  // that cloud is gone (scene done, not cached)
-      else {
-        if (c == cloud) hit = it->second;
-        ++it;
-      }
-    }
-    return hit;
-  }
   std::mutex mu_;
-  std::vector<std::pair<std::weak_ptr<const PointCloud>, std::shared_ptr<const GridIndex>>> entries_;
+  std::vector<std::pair<std::weak_ptr<const PointCloud>, std::shared_future<std::shared_ptr<const GridIndex>>>> entries_;
 };
 
 // The scene points within a horizontal radius of a line of the sample: by default the noisy
