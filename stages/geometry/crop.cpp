@@ -232,6 +232,10 @@ size_t GridIndex::bytes() const {
 }
 
 std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float cell_size, bool with_z) {
+  return build(cloud, cell_size, with_z, -1);
+}
+
+std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float cell_size, bool with_z, int tile_shift) {
   if (!(cell_size > 0) || !std::isfinite(cell_size))
     fail("GridIndex::build", "cell size must be a positive number");
   const Columns c = xyz_of(cloud, "GridIndex::build");
@@ -252,26 +256,39 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
   while (nx * ny > kMaxCells) cell *= 2, dims(cell, &nx, &ny);
   g->cell_ = cell, g->inv_cell_ = 1.f / cell, g->x0_ = xmin, g->y0_ = ymin, g->nx_ = (int)nx, g->ny_ = (int)ny;
 
-  // Counting sort by cell: ids stay ascending within a cell because the points are scanned in
-  // order. The cell of a point is computed again in the scatter rather than stored: nothing
-  // per point beside the index (large tiles). Measured on a 97k-point scan and kept: ids and
-  // coordinates scattered together beat ids scattered and coordinates gathered after (-12%),
-  // and a two-level sort (by tiles of 8x8 cells, then by cell) lost (+25%). Raw pointers in
-  // the loops: through the vectors the compiler reloaded their data pointers after every store.
-  g->start_.assign((size_t)(nx * ny) + 1, 0);
+  // A counting sort by cell: ids stay ascending within a cell because the points are scanned in
+  // order (and every pass below is stable). The cell of a point is computed again in each pass
+  // rather than stored: nothing per point beside the index. Raw pointers in the loops: through
+  // the vectors the compiler reloaded their data pointers after every store.
+  //
+  // One level (row-major cells) while the cell counters fit in the cache (up to 64k cells);
+  // beyond, the points are first sorted by tiles of 32 x 32 cells (about as many tiles as a
+  // small grid has cells) and then each tile by cell in cache: a direct scatter into a million
+  // cells misses the cache on every point. Measured (bench/results/preprocess.md): a 97k-point
+  // scan (23k cells) is fastest in one level, the 20 M-point tile (1M cells) in two.
+  int sh = tile_shift;
+  if (sh < 0) sh = nx * ny <= (int64_t(1) << 16) ? 0 : 5;
+  auto n_tiles_of = [&](int s) { return ((nx + (1 << s) - 1) >> s) * ((ny + (1 << s) - 1) >> s); };
+  if (sh > 0 && (n_tiles_of(sh) << (2 * sh)) > 2 * nx * ny + 4096) sh = 0;  // a thin grid: padding would dominate
+  g->tile_shift_ = sh, g->tiles_x_ = (int)((nx + (1 << sh) - 1) >> sh);
+  const size_t n_tiles = (size_t)n_tiles_of(sh), per_tile = size_t(1) << (2 * sh);
+  g->start_.assign(n_tiles * per_tile + 1, 0);
+
   const float x0 = xmin, y0 = ymin, inv = g->inv_cell_;
   const int nxi = (int)nx, nyi = (int)ny;
   const float *const px = c.x, *const py = c.y, *const pz = c.z;
   // x - x + (y - y) + (z - z) is 0 for finite values and NaN otherwise: one test for all three.
   auto finite3 = [](float x, float y, float z) { return x - x + (y - y) + (z - z) == 0.f; };
-  auto cell_of = [x0, y0, inv, nxi, nyi](float x, float y) {
-    return (uint32_t)clamp_cell((y - y0) * inv, nyi) * (uint32_t)nxi + (uint32_t)clamp_cell((x - x0) * inv, nxi);
+  const GridIndex& gi = *g;
+  auto slot_of = [&gi, x0, y0, inv, nxi, nyi](float x, float y) {
+    return gi.slot(clamp_cell((x - x0) * inv, nxi), clamp_cell((y - y0) * inv, nyi));
   };
-  uint32_t* const count = g->start_.data() + 1;
+  // Level 1: counts per tile (per cell when sh is 0), then the points in tile order.
+  std::vector<uint32_t> first(n_tiles + 1, 0);
   for (size_t i = 0; i < n; ++i)
-    if (finite3(px[i], py[i], pz[i])) ++count[cell_of(px[i], py[i])];
-  for (size_t k = 1; k < g->start_.size(); ++k) g->start_[k] += g->start_[k - 1];
-  const size_t m = g->start_.back();
+    if (finite3(px[i], py[i], pz[i])) ++first[(slot_of(px[i], py[i]) >> (2 * sh)) + 1];
+  for (size_t t = 1; t <= n_tiles; ++t) first[t] += first[t - 1];
+  const size_t m = first[n_tiles];
   // Padded: the kernels may load up to kPad floats past the last point.
   g->ids_.allocate(m), g->xs_.allocate(m + kPad), g->ys_.allocate(m + kPad);
   if (with_z) g->zs_.allocate(m + kPad);
@@ -281,17 +298,45 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
     xs[j] = ys[j] = 0.f;
     if (zs) zs[j] = 0.f;
   }
-  // Scatter with start_[c] as the write cursor (it ends at the old start_[c+1]), then shift
-  // back by one: no second cursor array over all cells.
-  uint32_t* const cursor = g->start_.data();
-  for (size_t i = 0; i < n; ++i) {
-    if (!finite3(px[i], py[i], pz[i])) continue;
-    const uint32_t at = cursor[cell_of(px[i], py[i])]++;
-    ids[at] = (uint32_t)i, xs[at] = px[i], ys[at] = py[i];
-    if (zs) zs[at] = pz[i];
+  {
+    std::vector<uint32_t> cursor(first.begin(), first.end() - 1);
+    uint32_t* const cur = cursor.data();
+    for (size_t i = 0; i < n; ++i) {
+      if (!finite3(px[i], py[i], pz[i])) continue;
+      const uint32_t at = cur[slot_of(px[i], py[i]) >> (2 * sh)]++;
+      ids[at] = (uint32_t)i, xs[at] = px[i], ys[at] = py[i];
+      if (zs) zs[at] = pz[i];
+    }
   }
-  for (size_t k = g->start_.size() - 1; k > 0; --k) g->start_[k] = g->start_[k - 1];
-  g->start_[0] = 0;
+  uint32_t* const start = g->start_.data();
+  start[n_tiles * per_tile] = (uint32_t)m;
+  if (sh == 0) {
+    std::copy(first.begin(), first.end() - 1, start);
+  } else {
+    // Level 2: each tile, copied aside, back in cell order.
+    size_t biggest = 0;
+    for (size_t t = 0; t < n_tiles; ++t) biggest = std::max<size_t>(biggest, first[t + 1] - first[t]);
+    std::vector<uint32_t> t_ids(biggest), local(per_tile);
+    std::vector<float> t_xs(biggest), t_ys(biggest), t_zs(zs ? biggest : 0);
+    for (size_t t = 0; t < n_tiles; ++t) {
+      const uint32_t a = first[t], len = first[t + 1] - first[t];
+      uint32_t* const st = start + t * per_tile;
+      std::fill(local.begin(), local.end(), 0u);
+      for (uint32_t j = 0; j < len; ++j) ++local[slot_of(xs[a + j], ys[a + j]) & (per_tile - 1)];
+      uint32_t at = a;
+      for (size_t l = 0; l < per_tile; ++l) st[l] = at, at += local[l];
+      if (len == 0) continue;
+      std::copy(ids + a, ids + a + len, t_ids.data()), std::copy(xs + a, xs + a + len, t_xs.data());
+      std::copy(ys + a, ys + a + len, t_ys.data());
+      if (zs) std::copy(zs + a, zs + a + len, t_zs.data());
+      std::copy(st, st + per_tile, local.data());  // the write cursors
+      for (uint32_t j = 0; j < len; ++j) {
+        const uint32_t to = local[slot_of(t_xs[j], t_ys[j]) & (per_tile - 1)]++;
+        ids[to] = t_ids[j], xs[to] = t_xs[j], ys[to] = t_ys[j];
+        if (zs) zs[to] = t_zs[j];
+      }
+    }
+  }
   g->with_z_ = with_z;
   return g;
 }
@@ -367,8 +412,8 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
   test.r2 = r2, test.z_band = z_band, test.z_min = z_min, test.z_max = z_max;
   const float inner2 = r2 * (1.f - 1e-4f) - 1e-6f;
   auto visit = [&](int cx, int cy, const Cand& c) {
-    const uint64_t cid = (uint64_t)cy * (uint64_t)g.nx_ + (uint64_t)cx;
-    const uint32_t a = g.start_[cid], b = g.start_[cid + 1];
+    const size_t slot = g.slot(cx, cy);
+    const uint32_t a = g.start_[slot], b = g.start_[slot + 1];
     if (a == b) return;
     // A cell whose four corners all lie within the radius of one segment lies wholly within it
     // (the distance to a segment is convex): its points are kept without a test. The margin

@@ -25,6 +25,11 @@ class GridIndex {
   // sl::Error when the cloud lacks x, y or z, or cell_size is not positive.
   static std::shared_ptr<const GridIndex> build(const PointCloud& cloud, float cell_size, bool with_z = true);
 
+  // The same index sorted in two levels (by tiles of 2^tile_shift cells a side, then by cell)
+  // or in one (tile_shift 0). build() chooses: one level while the grid's cell counters fit in
+  // the cache, two beyond. Exposed so that the tests hold both to the same crops.
+  static std::shared_ptr<const GridIndex> build(const PointCloud& cloud, float cell_size, bool with_z, int tile_shift);
+
   static constexpr int64_t kMaxCells = int64_t(1) << 24;
 
   float cell_size() const { return cell_; }
@@ -44,7 +49,16 @@ class GridIndex {
   float cell_ = 1, inv_cell_ = 1, x0_ = 0, y0_ = 0;  // inv_cell_: a multiply per point, not a divide
   int nx_ = 0, ny_ = 0;
   size_t cloud_size_ = 0;
-  std::vector<uint32_t> start_;   // [nx*ny+1]: cell c holds ids_[start_[c] .. start_[c+1])
+  // Where cell (cx, cy) is: slot(cx, cy) holds ids_[start_[slot] .. start_[slot + 1]). Small
+  // grids are row-major (tile_shift_ 0); large ones are stored tile by tile (tiles of
+  // 2^tile_shift_ cells a side, row-major, row-major within a tile), which is how they are built.
+  int tile_shift_ = 0, tiles_x_ = 1;
+  size_t slot(int cx, int cy) const {
+    const int s = tile_shift_, mask = (1 << s) - 1;
+    return (((size_t)(cy >> s) * (size_t)tiles_x_ + (size_t)(cx >> s)) << (2 * s)) | ((size_t)(cy & mask) << s) |
+           (size_t)(cx & mask);
+  }
+  std::vector<uint32_t> start_;   // [slots + 1]
   // Arrays filled once by build, never zero-filled first (every element is written).
   template <typename T>
   struct Array {

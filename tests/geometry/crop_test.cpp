@@ -147,6 +147,32 @@ TEST(Crop, IndexedCropEqualsAnIndependentDoublePrecisionOracleAwayFromBorders) {
   EXPECT_LT(unjudged, judged / 1000);
 }
 
+// Large grids are sorted in two levels (tiles, then cells), small ones in one: forced here on
+// the same clouds (including a thin grid and non-finite points), both must crop exactly as the
+// reference does.
+TEST(Crop, OneLevelAndTwoLevelIndexesCropAlike) {
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    sl::Rng rng(seed * 131);
+    auto cloud = random_cloud(rng, 30000, seed == 4 ? 200.f : 30.f);
+    if (seed == 4)  // a thin strip: 1 cell high
+      for (auto& y : cloud.columns[1]) y *= 0.001f;
+    cloud.columns[2][17] = NAN, cloud.columns[0][99] = INFINITY;
+    for (int shift : {0, 1, 3, 5}) {
+      const auto index = sl::GridIndex::build(cloud, 0.5f, true, shift);
+      EXPECT_EQ(index->size(), cloud.size() - 2);
+      sl::Rng lr(seed);
+      for (int trial = 0; trial < 6; ++trial) {
+        const auto line = random_line(lr, 25.f, 2 + (int)lr.below(6), trial % 2 == 1);
+        const float radius = (float)lr.uniform(0.2, 3.0);
+        const float zmin = trial % 3 == 0 ? -0.5f : -INFINITY, zmax = trial % 3 == 0 ? 0.5f : INFINITY;
+        ASSERT_EQ(sl::crop_polyline(cloud, *index, line, radius, zmin, zmax),
+                  sl::crop_polyline_reference(cloud, line, radius, zmin, zmax))
+            << "seed " << seed << " tile shift " << shift << " trial " << trial;
+      }
+    }
+  }
+}
+
 TEST(Crop, TheBestKernelThisCpuRunsIsTheOneInUse) {
   const auto kernels = sl::crop_kernels();
   ASSERT_FALSE(kernels.empty());
