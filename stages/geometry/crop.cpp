@@ -18,6 +18,7 @@ using crop_detail::CellTest;
 using crop_detail::dist2_to;
 using crop_detail::KeepCellFn;
 using crop_detail::kPad;
+static_assert(GridIndex::crop_pad == kPad, "the index pads its ids for the kernels");
 using crop_detail::Seg;
 
 namespace crop_detail {
@@ -29,7 +30,9 @@ struct Sse2 {
   static constexpr uint32_t W = 4;
   using F = __m128;
   static F set1(float v) { return _mm_set1_ps(v); }
-  static F load(const float* p) { return _mm_loadu_ps(p); }
+  static F gather(const float* base, const uint32_t* ids) {
+    return _mm_set_ps(base[ids[3]], base[ids[2]], base[ids[1]], base[ids[0]]);
+  }
   static F add(F a, F b) { return _mm_add_ps(a, b); }
   static F sub(F a, F b) { return _mm_sub_ps(a, b); }
   static F mul(F a, F b) { return _mm_mul_ps(a, b); }
@@ -132,8 +135,11 @@ inline bool keep_point(float x, float y, float z, SegIt first, SegIt last, float
 uint32_t crop_detail::keep_cell_scalar(const float* xs, const float* ys, const float* zs, const uint32_t* ids,
                                        uint32_t a, uint32_t b, const CellTest& t, uint32_t* out) {
   uint32_t n = 0;
-  for (uint32_t j = a; j < b; ++j)
-    if (keep_point(xs[j], ys[j], zs[j], t.segs, t.segs + t.nsegs, t.r2, t.z_band, t.z_min, t.z_max)) out[n++] = ids[j];
+  for (uint32_t j = a; j < b; ++j) {
+    const uint32_t id = ids[j];
+    if (keep_point(xs[id], ys[id], t.z_band ? zs[id] : 0.f, t.segs, t.segs + t.nsegs, t.r2, t.z_band, t.z_min, t.z_max))
+      out[n++] = id;
+  }
   return n;
 }
 
@@ -227,15 +233,14 @@ template struct GridIndex::Array<uint32_t>;
 template struct GridIndex::Array<float>;
 
 size_t GridIndex::bytes() const {
-  return sizeof(*this) + (start_.capacity() + ids_.size()) * sizeof(uint32_t) +
-         (xs_.size() + ys_.size() + zs_.size()) * sizeof(float);
+  return sizeof(*this) + (start_.capacity() + ids_.size()) * sizeof(uint32_t);
 }
 
-std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float cell_size, bool with_z) {
-  return build(cloud, cell_size, with_z, -1);
+std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float cell_size) {
+  return build(cloud, cell_size, -1);
 }
 
-std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float cell_size, bool with_z, int tile_shift) {
+std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float cell_size, int tile_shift) {
   if (!(cell_size > 0) || !std::isfinite(cell_size))
     fail("GridIndex::build", "cell size must be a positive number");
   const Columns c = xyz_of(cloud, "GridIndex::build");
@@ -283,31 +288,32 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
   auto slot_of = [&gi, x0, y0, inv, nxi, nyi](float x, float y) {
     return gi.slot(clamp_cell((x - x0) * inv, nxi), clamp_cell((y - y0) * inv, nyi));
   };
-  // Level 1: counts per tile (per cell when sh is 0), then the points in tile order.
+  // Level 1: counts per tile (per cell when sh is 0), then the points in tile order. The row-
+  // major cell id is computed without the tile arithmetic when there are no tiles.
   std::vector<uint32_t> first(n_tiles + 1, 0);
-  for (size_t i = 0; i < n; ++i)
-    if (finite3(px[i], py[i], pz[i])) ++first[(slot_of(px[i], py[i]) >> (2 * sh)) + 1];
-  for (size_t t = 1; t <= n_tiles; ++t) first[t] += first[t - 1];
-  const size_t m = first[n_tiles];
-  // Padded: the kernels may load up to kPad floats past the last point.
-  g->ids_.allocate(m), g->xs_.allocate(m + kPad), g->ys_.allocate(m + kPad);
-  if (with_z) g->zs_.allocate(m + kPad);
-  uint32_t* const ids = g->ids_.data();
-  float *const xs = g->xs_.data(), *const ys = g->ys_.data(), *const zs = with_z ? g->zs_.data() : nullptr;
-  for (size_t j = m; j < m + kPad; ++j) {  // the padding a kernel may load (and ignore)
-    xs[j] = ys[j] = 0.f;
-    if (zs) zs[j] = 0.f;
-  }
-  {
+  // Padded with zeros: the kernels may load up to kPad ids past the last one (allocated below,
+  // once the count of finite points is known).
+  uint32_t* ids = nullptr;
+  size_t m = 0;
+  auto level1 = [&](auto&& tile_of) {
+    for (size_t i = 0; i < n; ++i)
+      if (finite3(px[i], py[i], pz[i])) ++first[tile_of(px[i], py[i]) + 1];
+    for (size_t t = 1; t <= n_tiles; ++t) first[t] += first[t - 1];
+    m = first[n_tiles];
+    g->ids_.allocate(m + kPad);
+    ids = g->ids_.data();
+    std::fill(ids + m, ids + m + kPad, 0u);
     std::vector<uint32_t> cursor(first.begin(), first.end() - 1);
     uint32_t* const cur = cursor.data();
-    for (size_t i = 0; i < n; ++i) {
-      if (!finite3(px[i], py[i], pz[i])) continue;
-      const uint32_t at = cur[slot_of(px[i], py[i]) >> (2 * sh)]++;
-      ids[at] = (uint32_t)i, xs[at] = px[i], ys[at] = py[i];
-      if (zs) zs[at] = pz[i];
-    }
-  }
+    for (size_t i = 0; i < n; ++i)
+      if (finite3(px[i], py[i], pz[i])) ids[cur[tile_of(px[i], py[i])]++] = (uint32_t)i;
+  };
+  if (sh == 0)
+    level1([=](float x, float y) {
+      return (size_t)clamp_cell((y - y0) * inv, nyi) * (size_t)nxi + (size_t)clamp_cell((x - x0) * inv, nxi);
+    });
+  else
+    level1([&](float x, float y) { return slot_of(x, y) >> (2 * sh); });
   uint32_t* const start = g->start_.data();
   start[n_tiles * per_tile] = (uint32_t)m;
   if (sh == 0) {
@@ -316,28 +322,26 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
     // Level 2: each tile, copied aside, back in cell order.
     size_t biggest = 0;
     for (size_t t = 0; t < n_tiles; ++t) biggest = std::max<size_t>(biggest, first[t + 1] - first[t]);
-    std::vector<uint32_t> t_ids(biggest), local(per_tile);
-    std::vector<float> t_xs(biggest), t_ys(biggest), t_zs(zs ? biggest : 0);
+    // The local slot of each point of a tile is computed once (from the cloud through its id)
+    // and kept beside the copied ids.
+    std::vector<uint32_t> t_ids(biggest), t_slot(biggest), local(per_tile);
     for (size_t t = 0; t < n_tiles; ++t) {
       const uint32_t a = first[t], len = first[t + 1] - first[t];
       uint32_t* const st = start + t * per_tile;
       std::fill(local.begin(), local.end(), 0u);
-      for (uint32_t j = 0; j < len; ++j) ++local[slot_of(xs[a + j], ys[a + j]) & (per_tile - 1)];
-      uint32_t at = a;
-      for (size_t l = 0; l < per_tile; ++l) st[l] = at, at += local[l];
-      if (len == 0) continue;
-      std::copy(ids + a, ids + a + len, t_ids.data()), std::copy(xs + a, xs + a + len, t_xs.data());
-      std::copy(ys + a, ys + a + len, t_ys.data());
-      if (zs) std::copy(zs + a, zs + a + len, t_zs.data());
-      std::copy(st, st + per_tile, local.data());  // the write cursors
       for (uint32_t j = 0; j < len; ++j) {
-        const uint32_t to = local[slot_of(t_xs[j], t_ys[j]) & (per_tile - 1)]++;
-        ids[to] = t_ids[j], xs[to] = t_xs[j], ys[to] = t_ys[j];
-        if (zs) zs[to] = t_zs[j];
+        const uint32_t id = ids[a + j];
+        t_ids[j] = id;
+        ++local[t_slot[j] = (uint32_t)(slot_of(px[id], py[id]) & (per_tile - 1))];
       }
+      uint32_t at = a;
+      for (size_t l = 0; l < per_tile; ++l) {
+        const uint32_t k = local[l];
+        st[l] = local[l] = at, at += k;  // the slot's start, and its write cursor
+      }
+      for (uint32_t j = 0; j < len; ++j) ids[local[t_slot[j]]++] = t_ids[j];
     }
   }
-  g->with_z_ = with_z;
   return g;
 }
 
@@ -347,11 +351,10 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
     fail("crop_polyline", "the index was built for a cloud of " + std::to_string(g.cloud_size_) +
                               " points, this one has " + std::to_string(cloud.size()));
   std::vector<uint32_t> out;
-  if (!(radius >= 0) || line.points.empty() || g.ids_.size() == 0) return out;
+  if (!(radius >= 0) || line.points.empty() || g.size() == 0) return out;
   const std::vector<Seg> segs = make_segments(line);
   const float r2 = radius * radius;
   const bool z_band = z_min > -INFINITY || z_max < INFINITY;
-  if (z_band && !g.with_z_) fail("crop_polyline", "a z band needs a grid index built with z (GridIndex::build with_z)");
 
   // The candidate segments of a cell: every segment whose radius-neighbourhood may touch it,
   // i.e. whose distance to the cell centre is within radius + half the cell's diagonal (the
@@ -407,7 +410,9 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
     if (d2 < c.dn) c.dn = d2, c.kn = k;
   };
 
-  const KeepCellFn keep_cell = kernel().fn;
+  const Columns cols = xyz_of(cloud, "crop_polyline");
+  // The vector kernels load ids as signed 32-bit lanes.
+  const KeepCellFn keep_cell = cloud.size() <= (size_t)INT32_MAX ? kernel().fn : crop_detail::keep_cell_scalar;
   CellTest test;
   test.r2 = r2, test.z_band = z_band, test.z_min = z_min, test.z_max = z_max;
   const float inner2 = r2 * (1.f - 1e-4f) - 1e-6f;
@@ -434,7 +439,7 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
     test.first = z_band ? 0 : c.kn - c.k0;
     const size_t used = out.size();
     out.resize(used + (b - a));
-    out.resize(used + keep_cell(g.xs_.data(), g.ys_.data(), g.zs_.data(), g.ids_.data(), a, b, test, out.data() + used));
+    out.resize(used + keep_cell(cols.x, cols.y, cols.z, g.ids_.data(), a, b, test, out.data() + used));
   };
 
   const size_t W = (size_t)(bx_hi - bx_lo + 1), H = (size_t)(by_hi - by_lo + 1);

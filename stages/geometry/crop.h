@@ -20,24 +20,24 @@ class GridIndex {
   // cell_size > 0 (a good choice: the crop radius). The grid covers the bounding box of the
   // finite points; points with a non-finite x, y or z are left out (they can never be within a
   // radius). If the grid would exceed kMaxCells cells the cell size is enlarged (a sparse
-  // scene spread over a huge area must not allocate gigabytes). with_z: keep a copy of z for
-  // crops with a z band (without it the index takes 12 bytes per point, with it 16). Throws
-  // sl::Error when the cloud lacks x, y or z, or cell_size is not positive.
-  static std::shared_ptr<const GridIndex> build(const PointCloud& cloud, float cell_size, bool with_z = true);
+  // scene spread over a huge area must not allocate gigabytes). The index holds point ids
+  // only (4 bytes per point): the crop reads the coordinates from the cloud. Throws sl::Error
+  // when the cloud lacks x, y or z, or cell_size is not positive.
+  static std::shared_ptr<const GridIndex> build(const PointCloud& cloud, float cell_size);
 
   // The same index sorted in two levels (by tiles of 2^tile_shift cells a side, then by cell)
   // or in one (tile_shift 0). build() chooses: one level while the grid's cell counters fit in
   // the cache, two beyond. Exposed so that the tests hold both to the same crops.
-  static std::shared_ptr<const GridIndex> build(const PointCloud& cloud, float cell_size, bool with_z, int tile_shift);
+  static std::shared_ptr<const GridIndex> build(const PointCloud& cloud, float cell_size, int tile_shift);
 
   static constexpr int64_t kMaxCells = int64_t(1) << 24;
+  static constexpr size_t crop_pad = 16;  // zeros after the ids, which the crop kernels may load (crop_kernel.h: kPad)
 
   float cell_size() const { return cell_; }
   int nx() const { return nx_; }
   int ny() const { return ny_; }
-  size_t size() const { return ids_.size(); }  // indexed (finite) points
+  size_t size() const { return ids_.size() == 0 ? 0 : ids_.size() - crop_pad; }  // indexed (finite) points
   size_t cloud_size() const { return cloud_size_; }
-  bool with_z() const { return with_z_; }
   size_t bytes() const;  // memory held
   // Cell coordinate of x (resp. y), clamped to the grid.
   int cell_x(float x) const;
@@ -68,9 +68,7 @@ class GridIndex {
     T* data() const { return p.get(); }
     size_t size() const { return n; }
   };
-  Array<uint32_t> ids_;           // point ids, grouped by cell, ascending within a cell
-  Array<float> xs_, ys_, zs_;     // coordinates in ids_ order, padded (crop_kernel.h: kPad); zs_ only with_z
-  bool with_z_ = true;
+  Array<uint32_t> ids_;  // point ids, grouped by cell, ascending within a cell; then crop_pad zeros
 };
 
 // Every point whose horizontal (x, y) distance to the polyline (its segments; a one-point

@@ -11,7 +11,9 @@ struct Avx2 {
   static constexpr uint32_t W = 8;
   using F = __m256;
   static F set1(float v) { return _mm256_set1_ps(v); }
-  static F load(const float* p) { return _mm256_loadu_ps(p); }
+  static F gather(const float* base, const uint32_t* ids) {
+    return _mm256_i32gather_ps(base, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ids)), 4);
+  }
   static F add(F a, F b) { return _mm256_add_ps(a, b); }
   static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }

@@ -44,17 +44,19 @@ struct CellTest {
   float z_min = 0, z_max = 0;
 };
 
-// The coordinate arrays a kernel reads are padded: up to kPad floats past the last point may
-// be loaded (and ignored).
+// The id array a kernel reads is padded with kPad zeros: up to kPad ids past the last one may
+// be loaded (their points, point 0, are read and ignored).
 constexpr size_t kPad = 16;
 
-// Writes ids[j] for every j in [a, b) whose point (xs[j], ys[j], zs[j]) is kept, in order, to
-// out (room for b - a ids) and returns how many it wrote.
+// Writes ids[j] for every j in [a, b) whose point (x[ids[j]], y[ids[j]], z[ids[j]]) is kept, in
+// order, to out (room for b - a ids) and returns how many it wrote. x, y, z are the cloud's
+// columns (z is read only with a z band); ids are below 2^31 (the vector kernels load them as
+// signed 32-bit lanes; crop_polyline uses the scalar kernel for larger clouds).
 //
 // No kernel calls a function that is not its own: crop_avx2.cpp is compiled with -mavx2, and
 // an inline library function instantiated there (a vector's push_back) could be the copy the
 // linker keeps for the whole program, which a CPU without AVX would then fault on.
-using KeepCellFn = uint32_t (*)(const float* xs, const float* ys, const float* zs, const uint32_t* ids, uint32_t a,
+using KeepCellFn = uint32_t (*)(const float* x, const float* y, const float* z, const uint32_t* ids, uint32_t a,
                                 uint32_t b, const CellTest& t, uint32_t* out);
 
 uint32_t keep_cell_scalar(const float* xs, const float* ys, const float* zs, const uint32_t* ids, uint32_t a, uint32_t b,
@@ -67,18 +69,18 @@ uint32_t keep_cell_avx2(const float* xs, const float* ys, const float* zs, const
 #endif
 
 // The vector kernel, written once over a lane type V (crop.cpp: 4 SSE2 lanes, crop_avx2.cpp: 8
-// AVX2 lanes). V provides: W, F, set1, load, add, sub, mul, lt (a < b), le (a <= b), and_,
-// select(mask, a, b) (a where mask), mask_bits (one bit per lane).
+// AVX2 lanes). V provides: W, F, set1, gather (base[ids[0..W)]), add, sub, mul, lt (a < b),
+// le (a <= b), and_, select(mask, a, b) (a where mask), mask_bits (one bit per lane).
 template <class V>
 inline uint32_t keep_cell_simd(const float* xs, const float* ys, const float* zs, const uint32_t* ids, uint32_t a,
-                               uint32_t b, const CellTest& t, uint32_t* out) {
+                               uint32_t b, const CellTest& t, uint32_t* out) {  // xs, ys, zs: the cloud's x, y, z
   using F = typename V::F;
   uint32_t* const out0 = out;
   const F r2 = V::set1(t.r2), zero = V::set1(0.f), one = V::set1(1.f);
   for (uint32_t j = a; j < b; j += V::W) {
     const uint32_t n = b - j < V::W ? b - j : V::W;
     const unsigned valid = (1u << n) - 1;
-    const F x = V::load(xs + j), y = V::load(ys + j);
+    const F x = V::gather(xs, ids + j), y = V::gather(ys, ids + j);
     unsigned kept = 0;
     // d2 (and the clamped t) of the block's points to segment s, exactly as dist2_to.
     auto dist2 = [&](const Seg& s, F* tt_out) {
@@ -109,7 +111,7 @@ inline uint32_t keep_cell_simd(const float* xs, const float* ys, const float* zs
         best = V::select(closer, d2, best);
         best_z = V::select(closer, za, best_z);
       }
-      const F dz = V::sub(V::load(zs + j), best_z);
+      const F dz = V::sub(V::gather(zs, ids + j), best_z);
       kept = V::mask_bits(V::and_(V::le(best, r2), V::and_(V::le(V::set1(t.z_min), dz), V::le(dz, V::set1(t.z_max)))));
     }
     for (kept &= valid; kept; kept &= kept - 1) *out++ = ids[j + (uint32_t)__builtin_ctz(kept)];

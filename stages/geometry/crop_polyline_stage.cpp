@@ -24,7 +24,7 @@ namespace {
 // Crop threads working on other scenes do not wait: the build runs outside the lock.
 class IndexCache {
  public:
-  std::shared_ptr<const GridIndex> get(const std::shared_ptr<const PointCloud>& cloud, float cell, bool with_z) {
+  std::shared_ptr<const GridIndex> get(const std::shared_ptr<const PointCloud>& cloud, float cell) {
     std::shared_future<std::shared_ptr<const GridIndex>> ready;
     std::promise<std::shared_ptr<const GridIndex>> mine;
     {
@@ -42,7 +42,7 @@ class IndexCache {
     }
     if (ready.valid()) return ready.get();  // built, or being built by another thread (rethrows its error)
     try {
-      auto built = GridIndex::build(*cloud, cell, with_z);
+      auto built = GridIndex::build(*cloud, cell);
       mine.set_value(built);
       return built;
     } catch (...) {
@@ -80,8 +80,7 @@ class CropPolyline : public Stage {
   void process(Item in, const Position&, Emitter& out, RunContext&) override {
     auto s = std::get<std::shared_ptr<Sample>>(in);
     if (!s->scene || !s->scene->cloud) throw Error(s->describe() + ": crop needs the sample's scene cloud");
-    // Built once per decoded cloud; with a copy of z only when this crop has a z band.
-    auto index = cache_.get(s->scene->cloud, cell_, z_min_ > -INFINITY || z_max_ < INFINITY);
+    auto index = cache_.get(s->scene->cloud, cell_);  // built once per decoded cloud
     s->indices = crop_polyline(*s->scene->cloud, *index, polyline_of(s->at(around_)), radius_, z_min_, z_max_);
     if ((int64_t)s->indices.size() < min_points_) {
       // Too few points near the line: this stage's policy applies to the sample alone.

@@ -158,7 +158,7 @@ TEST(Crop, OneLevelAndTwoLevelIndexesCropAlike) {
       for (auto& y : cloud.columns[1]) y *= 0.001f;
     cloud.columns[2][17] = NAN, cloud.columns[0][99] = INFINITY;
     for (int shift : {0, 1, 3, 5}) {
-      const auto index = sl::GridIndex::build(cloud, 0.5f, true, shift);
+      const auto index = sl::GridIndex::build(cloud, 0.5f, shift);
       EXPECT_EQ(index->size(), cloud.size() - 2);
       sl::Rng lr(seed);
       for (int trial = 0; trial < 6; ++trial) {
