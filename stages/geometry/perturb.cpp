@@ -60,6 +60,11 @@ void perturb_line(const Tensor& true_line, const PerturbParams& prm, uint64_t se
     ver_a[k] = rng.normal() * ver_s, ver_phi[k] = rng.uniform() * 6.283185307179586;
   }
   const double shift_x = rng.normal() * prm.shift_sigma, shift_y = rng.normal() * prm.shift_sigma;
+  std::vector<double> lat_cos(K), lat_sin(K), ver_cos(K), ver_sin(K);
+  for (int k = 0; k < K; ++k) {
+    lat_cos[k] = std::cos(lat_phi[k]), lat_sin[k] = std::sin(lat_phi[k]);
+    ver_cos[k] = std::cos(ver_phi[k]), ver_sin[k] = std::sin(ver_phi[k]);
+  }
 
   // Normalized arc length of each point (in xyz); index-based when the line has no length.
   std::vector<double> t(L, 0.0);
@@ -85,10 +90,18 @@ void perturb_line(const Tensor& true_line, const PerturbParams& prm, uint64_t se
     const double dx = (double)b[0] - a[0], dy = (double)b[1] - a[1];
     const double dn = std::sqrt(dx * dx + dy * dy);
     if (dn > 1e-9) last_nx = -dy / dn, last_ny = dx / dn;
+    // sin(k pi t + phi) = sin(k pi t) cos(phi) + cos(k pi t) sin(phi), with sin(k pi t) and
+    // cos(k pi t) from sin(pi t) and cos(pi t) by the angle-addition recurrence: one sine and
+    // one cosine per point instead of 2K sines (they were ~5% of a preprocess run). Agrees with
+    // the direct sum to ~1e-15 (tests/geometry/perturb_test.cpp).
     double lat = 0, ver = 0;
+    const double s1 = std::sin(M_PI * t[i]), c1 = std::cos(M_PI * t[i]);
+    double sk = s1, ck = c1;
     for (int k = 0; k < K; ++k) {
-      lat += lat_a[k] * std::sin((k + 1) * M_PI * t[i] + lat_phi[k]);
-      ver += ver_a[k] * std::sin((k + 1) * M_PI * t[i] + ver_phi[k]);
+      lat += lat_a[k] * (sk * lat_cos[k] + ck * lat_sin[k]);
+      ver += ver_a[k] * (sk * ver_cos[k] + ck * ver_sin[k]);
+      const double s_next = sk * c1 + ck * s1;
+      ck = ck * c1 - sk * s1, sk = s_next;
     }
     const double jx = rng.normal() * prm.jitter_sigma, jy = rng.normal() * prm.jitter_sigma,
                  jz = rng.normal() * prm.jitter_sigma;

@@ -70,6 +70,39 @@ TEST(Perturb, TargetIsExactlyTrueMinusNoisyAndSeedReproducible) {
   EXPECT_GT(m / off.data.size(), 0.01);
 }
 
+// The smooth offsets are sums of sines evaluated by a recurrence (one sin/cos per point): equal
+// to the direct sum_k a_k sin(k pi t + phi_k), with a_k, phi_k drawn in the documented order,
+// on a straight line along +x (normal +y, so the noisy y is the lateral offset), K up to 8.
+TEST(Perturb, SmoothOffsetsEqualTheDirectSineSums) {
+  for (int K : {1, 3, 8}) {
+    for (uint64_t seed : {5u, 77u, 901u}) {
+      std::vector<std::array<float, 3>> p{{0.f, 0.f, 0.f}, {30.f, 0.f, 0.f}};
+      const auto tl = sl::resample_polyline(p, 32);
+      sl::PerturbParams prm;
+      prm.smooth_modes = K, prm.jitter_sigma = 0, prm.shift_sigma = 0;
+      sl::Tensor noisy, off;
+      sl::perturb_line(tl, prm, seed, &noisy, &off);
+      sl::Rng rng(seed);
+      std::vector<double> la(K), lp(K), va(K), vp(K);
+      for (int k = 0; k < K; ++k) {
+        la[k] = rng.normal() * prm.lateral_sigma * std::sqrt(2.0 / K), lp[k] = rng.uniform() * 6.283185307179586;
+        va[k] = rng.normal() * prm.vertical_sigma * std::sqrt(2.0 / K), vp[k] = rng.uniform() * 6.283185307179586;
+      }
+      for (int i = 0; i < 32; ++i) {
+        const double t = tl.data[3 * i] / 30.0;
+        double lat = 0, ver = 0;
+        for (int k = 0; k < K; ++k) {
+          lat += la[k] * std::sin((k + 1) * M_PI * t + lp[k]);
+          ver += va[k] * std::sin((k + 1) * M_PI * t + vp[k]);
+        }
+        EXPECT_NEAR(noisy.data[3 * i + 1], lat, 1e-6) << "K " << K << " seed " << seed << " point " << i;
+        EXPECT_NEAR(noisy.data[3 * i + 2], ver, 1e-6) << "K " << K << " seed " << seed << " point " << i;
+        EXPECT_NEAR(noisy.data[3 * i], tl.data[3 * i], 1e-5);
+      }
+    }
+  }
+}
+
 // Over many seeds, on a straight line along +x (normal = +y): the offset's per-axis variance
 // is y: lateral^2 + jitter^2 + shift^2, x: jitter^2 + shift^2, z: vertical^2 + jitter^2.
 TEST(Perturb, OffsetStatisticsMatchSigmasOverManySeeds) {
