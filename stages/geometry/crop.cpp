@@ -287,32 +287,72 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
   auto slot_of = [&gi, x0, y0, inv, nxi, nyi](float x, float y) {
     return gi.slot(clamp_cell((x - x0) * inv, nxi), clamp_cell((y - y0) * inv, nyi));
   };
-  // Level 1: counts per tile (per cell when sh is 0), then the points in tile order. The row-
-  // major cell id is computed without the tile arithmetic when there are no tiles.
+  // Level 1: counts per tile (per cell when sh is 0), then the points in tile order. The
+  // bucket (tile, or cell) of each point is computed for a chunk of points at a time, the same
+  // way in both passes; four points at a time on x86-64 (a bucket id such as cy * nx + cx is
+  // exact in float arithmetic below 2^24, and min / max / truncation make clamp_cell's
+  // decisions).
+  constexpr size_t kChunk = 256;
+  constexpr uint32_t kSkip = UINT32_MAX;  // a point with a non-finite coordinate
+  uint32_t bucket[kChunk];
+  auto buckets = [&](size_t i0, size_t cnt) {
+    size_t j = 0;
+#if defined(__x86_64__)
+    {
+      // With tiles: the tile of cell (cx, cy) is (cy >> sh) * tiles_x + (cx >> sh), the shifts
+      // as an exact multiply by 2^-sh and a truncation.
+      const __m128 vx0 = _mm_set1_ps(x0), vy0 = _mm_set1_ps(y0), vinv = _mm_set1_ps(inv), zero = _mm_setzero_ps();
+      const __m128 xmax1 = _mm_set1_ps((float)(nxi - 1)), ymax1 = _mm_set1_ps((float)(nyi - 1));
+      const __m128 row = _mm_set1_ps(sh == 0 ? (float)nxi : (float)g->tiles_x_), down = _mm_set1_ps(1.f / (float)(1 << sh));
+      for (; j + 4 <= cnt; j += 4) {
+        const __m128 X = _mm_loadu_ps(px + i0 + j), Y = _mm_loadu_ps(py + i0 + j), Z = _mm_loadu_ps(pz + i0 + j);
+        const __m128 ok = _mm_cmpeq_ps(_mm_add_ps(_mm_add_ps(_mm_sub_ps(X, X), _mm_sub_ps(Y, Y)), _mm_sub_ps(Z, Z)), zero);
+        const __m128 fx = _mm_min_ps(_mm_max_ps(_mm_mul_ps(_mm_sub_ps(X, vx0), vinv), zero), xmax1);
+        const __m128 fy = _mm_min_ps(_mm_max_ps(_mm_mul_ps(_mm_sub_ps(Y, vy0), vinv), zero), ymax1);
+        __m128 cx = _mm_cvtepi32_ps(_mm_cvttps_epi32(fx)), cy = _mm_cvtepi32_ps(_mm_cvttps_epi32(fy));
+        if (sh > 0)
+          cx = _mm_cvtepi32_ps(_mm_cvttps_epi32(_mm_mul_ps(cx, down))), cy = _mm_cvtepi32_ps(_mm_cvttps_epi32(_mm_mul_ps(cy, down)));
+        const __m128i cid = _mm_cvttps_epi32(_mm_add_ps(_mm_mul_ps(cy, row), cx));
+        const __m128i oki = _mm_castps_si128(ok);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(bucket + j),
+                         _mm_or_si128(_mm_and_si128(oki, cid), _mm_andnot_si128(oki, _mm_set1_epi32(-1))));
+      }
+    }
+#endif
+    for (; j < cnt; ++j) {
+      const size_t i = i0 + j;
+      if (!finite3(px[i], py[i], pz[i])) {
+        bucket[j] = kSkip;
+      } else if (sh == 0) {
+        bucket[j] = (uint32_t)clamp_cell((py[i] - y0) * inv, nyi) * (uint32_t)nxi + (uint32_t)clamp_cell((px[i] - x0) * inv, nxi);
+      } else {
+        bucket[j] = (uint32_t)(slot_of(px[i], py[i]) >> (2 * sh));
+      }
+    }
+  };
   std::vector<uint32_t> first(n_tiles + 1, 0);
-  // Padded with zeros: the kernels may load up to kPad ids past the last one (allocated below,
-  // once the count of finite points is known).
-  uint32_t* ids = nullptr;
-  size_t m = 0;
-  auto level1 = [&](auto&& tile_of) {
-    for (size_t i = 0; i < n; ++i)
-      if (finite3(px[i], py[i], pz[i])) ++first[tile_of(px[i], py[i]) + 1];
-    for (size_t t = 1; t <= n_tiles; ++t) first[t] += first[t - 1];
-    m = first[n_tiles];
-    g->ids_.allocate(m + kPad);
-    ids = g->ids_.data();
-    std::fill(ids + m, ids + m + kPad, 0u);
+  for (size_t i0 = 0; i0 < n; i0 += kChunk) {
+    const size_t cnt = std::min(kChunk, n - i0);
+    buckets(i0, cnt);
+    for (size_t j = 0; j < cnt; ++j)
+      if (bucket[j] != kSkip) ++first[bucket[j] + 1];
+  }
+  for (size_t t = 1; t <= n_tiles; ++t) first[t] += first[t - 1];
+  const size_t m = first[n_tiles];
+  // Padded with zeros: the kernels may load up to kPad ids past the last one.
+  g->ids_.allocate(m + kPad);
+  uint32_t* const ids = g->ids_.data();
+  std::fill(ids + m, ids + m + kPad, 0u);
+  {
     std::vector<uint32_t> cursor(first.begin(), first.end() - 1);
     uint32_t* const cur = cursor.data();
-    for (size_t i = 0; i < n; ++i)
-      if (finite3(px[i], py[i], pz[i])) ids[cur[tile_of(px[i], py[i])]++] = (uint32_t)i;
-  };
-  if (sh == 0)
-    level1([=](float x, float y) {
-      return (size_t)clamp_cell((y - y0) * inv, nyi) * (size_t)nxi + (size_t)clamp_cell((x - x0) * inv, nxi);
-    });
-  else
-    level1([&](float x, float y) { return slot_of(x, y) >> (2 * sh); });
+    for (size_t i0 = 0; i0 < n; i0 += kChunk) {
+      const size_t cnt = std::min(kChunk, n - i0);
+      buckets(i0, cnt);
+      for (size_t j = 0; j < cnt; ++j)
+        if (bucket[j] != kSkip) ids[cur[bucket[j]]++] = (uint32_t)(i0 + j);
+    }
+  }
   uint32_t* const start = g->start_.data();
   start[n_tiles * per_tile] = (uint32_t)m;
   if (sh == 0) {
