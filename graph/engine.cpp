@@ -10,6 +10,7 @@
 
 #include <tbb/flow_graph.h>
 #include <tbb/global_control.h>
+#include <tbb/task_arena.h>
 #include <tbb/parallel_for.h>
 
 #include "graph/error.h"
@@ -44,10 +45,43 @@ std::string describe_item(const Item& it) {
   }
 }
 
+// A stage's counters, one cache line per thread: the per-item path never writes a line that
+// another thread writes. (They were atomics shared by the stage's threads: every item of a
+// parallel stage moved that line between cores.) Written only by the thread whose TBB index
+// the slot has (a thread outside the arena's indices takes a locked spare), summed after the
+// run, when the graph's wait has ordered every write before the read.
+struct alignas(64) StageCounters {
+  int64_t items_in = 0, items_out = 0, skipped = 0, busy_ns = 0, invocations = 0, gap_ns = 0;
+};
+class ThreadCounters {
+ public:
+  ThreadCounters() : slots_((size_t)std::max(1, tbb::this_task_arena::max_concurrency()) + 1) {}
+  // Calls f(StageCounters&) on this thread's slot.
+  template <typename F>
+  void add(F&& f) {
+    const int i = tbb::this_task_arena::current_thread_index();
+    if (i >= 0 && (size_t)i + 1 < slots_.size()) return f(slots_[(size_t)i]);
+    std::lock_guard<std::mutex> lock(spare_mu_);
+    f(slots_.back());
+  }
+  StageCounters total() const {
+    StageCounters t;
+    for (const auto& c : slots_) {
+      t.items_in += c.items_in, t.items_out += c.items_out, t.skipped += c.skipped;
+      t.busy_ns += c.busy_ns, t.invocations += c.invocations, t.gap_ns += c.gap_ns;
+    }
+    return t;
+  }
+
+ private:
+  std::vector<StageCounters> slots_;
+  std::mutex spare_mu_;
+};
+
 struct StageRuntime {
   const StageSpec* spec = nullptr;
   std::unique_ptr<Stage> stage;
-  std::atomic<int64_t> items_in{0}, items_out{0}, skipped{0}, busy_ns{0}, invocations{0}, gap_ns{0};
+  ThreadCounters counters;
   std::unique_ptr<StageNode> node;
   std::unique_ptr<sequencer_node<Envelope>> sequencer;
   bool serial = false;    // stateful: exactly one thread, fed in order, renumbers its outputs
@@ -78,7 +112,7 @@ struct Run {
     local_cancel = true;
   }
   void record_skip(StageRuntime& rt, const std::string& item, const std::string& why) {
-    rt.skipped++;
+    rt.counters.add([](StageCounters& c) { ++c.skipped; });
     std::lock_guard<std::mutex> lock(mu);
     skips.push_back({rt.spec->id, item, why});
   }
@@ -115,7 +149,7 @@ class SerialEmitter : public Emitter {
     e.seq = rt_.out_seq++;
     e.pos = pos_;
     e.items.push_back(std::move(item));
-    rt_.items_out++;
+    rt_.counters.add([](StageCounters& c) { ++c.items_out; });
     std::get<0>(ports_).try_put(e);
   }
   void emit_marker(Envelope::Type type, Position pos) override {
@@ -156,7 +190,7 @@ void stage_body(Run& run, StageRuntime& rt, const Envelope& in, StageNode::outpu
     SerialEmitter em(rt, ports, in.pos);
     if (in.type == Envelope::Type::Data) {
       if (st.defers_release()) {
-        rt.items_in += (int64_t)in.items.size();
+        rt.counters.add([&](StageCounters& c) { c.items_in += (int64_t)in.items.size(); });
         // The stage holds source items: an error here fails the run whatever the policy (a
         // skip would leave them held and the graph stalled); single bad outputs go by reject().
         try {
@@ -168,7 +202,7 @@ void stage_body(Run& run, StageRuntime& rt, const Envelope& in, StageNode::outpu
         }
       } else {
         for (const Item& it : in.items) {
-          rt.items_in++;
+          rt.counters.add([](StageCounters& c) { ++c.items_in; });
           guarded(run, rt, &it, [&] { st.process(it, in.pos, em, run.ctx); });
         }
         if (rt.releases) run.release(1);
@@ -184,7 +218,7 @@ void stage_body(Run& run, StageRuntime& rt, const Envelope& in, StageNode::outpu
     out.pos = in.pos;
     if (in.type == Envelope::Type::Data) {
       const size_t n = in.items.size();
-      rt.items_in += (int64_t)n;
+      rt.counters.add([&](StageCounters& c) { c.items_in += (int64_t)n; });
       std::vector<CollectEmitter> ems(n);
       auto one = [&](size_t i) {
         guarded(run, rt, &in.items[i], [&] { st.process(in.items[i], in.pos, ems[i], run.ctx); });
@@ -197,14 +231,13 @@ void stage_body(Run& run, StageRuntime& rt, const Envelope& in, StageNode::outpu
         for (size_t i = 0; i < n; ++i) one(i);
       for (auto& em : ems)
         for (auto& it : em.items) out.items.push_back(std::move(it));
-      rt.items_out += (int64_t)out.items.size();
+      rt.counters.add([&](StageCounters& c) { c.items_out += (int64_t)out.items.size(); });
     }
     std::get<0>(ports).try_put(out);
     if (rt.releases) run.release(1);
   }
   const int64_t t1 = now_ns();
-  rt.busy_ns += t1 - t0;
-  rt.invocations++;
+  rt.counters.add([&](StageCounters& c) { c.busy_ns += t1 - t0, ++c.invocations; });
   if (run.trace) run.trace->span(rt.spec->id, rt.spec->type, t0, t1);
 }
 
@@ -260,7 +293,7 @@ struct SourceFeed {
 
   Envelope operator()(tbb::flow_control& fc) {
     const int64_t t0 = now_ns();
-    if (last_return) rt.gap_ns += t0 - last_return;
+    if (last_return) rt.counters.add([&](StageCounters& c) { c.gap_ns += t0 - last_return; });
     Envelope e;
     e.seq = seq++;
     e.pos = {epoch, index};
@@ -275,9 +308,9 @@ struct SourceFeed {
       finished = true;
     } else if (index < size) {
       guarded(run, rt, nullptr, [&] {
-        rt.items_in++;
+        rt.counters.add([](StageCounters& c) { ++c.items_in; });
         e.items.push_back(stage.make(epoch, index, run.ctx));
-        rt.items_out++;
+        rt.counters.add([](StageCounters& c) { ++c.items_out; });
       });
       ++index;
     } else {
@@ -287,8 +320,7 @@ struct SourceFeed {
       size = -1;
     }
     const int64_t t1 = now_ns();
-    rt.busy_ns += t1 - t0;
-    rt.invocations++;
+    rt.counters.add([&](StageCounters& c) { c.busy_ns += t1 - t0, ++c.invocations; });
     last_return = t1;
     if (run.trace) run.trace->span(rt.spec->id, rt.spec->type, t0, t1);
     return e;
@@ -354,14 +386,15 @@ void fill_report(RunResult& result, const Run& run, const Topology& t, int total
     r.type = rt.spec->type;
     r.serial = rt.serial || is_source;
     r.threads = r.serial ? 1 : std::min(rt.spec->threads, std::max(1, total_threads));  // what it could use
-    r.items_in = rt.items_in;
-    r.items_out = rt.items_out;
-    r.skipped = rt.skipped;
-    r.invocations = rt.invocations;
-    r.busy_s = rt.busy_ns / 1e9;
+    const StageCounters c = rt.counters.total();
+    r.items_in = c.items_in;
+    r.items_out = c.items_out;
+    r.skipped = c.skipped;
+    r.invocations = c.invocations;
+    r.busy_s = c.busy_ns / 1e9;
     r.utilization = result.wall_s > 0 ? r.busy_s / (result.wall_s * r.threads) : 0;
     r.wait_input_s = is_source ? 0 : std::max(0.0, result.wall_s * r.threads - r.busy_s);
-    r.wait_output_s = rt.gap_ns / 1e9;
+    r.wait_output_s = c.gap_ns / 1e9;
     result.stages.push_back(r);
   }
   result.bottleneck = diagnose(result.stages, result.wall_s, total_threads);

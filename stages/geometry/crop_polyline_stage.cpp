@@ -6,6 +6,8 @@
 #include <future>
 #include <mutex>
 
+#include <tbb/task_arena.h>
+
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
@@ -22,9 +24,37 @@ namespace {
 // thread builds a scene's index; a crop thread that needs it meanwhile waits for that build
 // rather than making a second copy (on a 20 M-point tile two concurrent builds held 2 x 230 MB).
 // Crop threads working on other scenes do not wait: the build runs outside the lock.
+//
+// The per-sample path takes no lock and writes no shared line: each thread remembers the last
+// index it used (a cache line of its own), and a sample of the same scene, the common case,
+// is answered from there. The comparison is by control block (owner_before), which reads no
+// reference count; the remembered weak_ptr keeps that control block from being reused by
+// another cloud. Only a thread's first sample of a scene goes through the locked table. A
+// remembered index lives until its thread crops a sample of another scene or the run ends.
 class IndexCache {
  public:
-  std::shared_ptr<const GridIndex> get(const std::shared_ptr<const PointCloud>& cloud, float cell) {
+  IndexCache() : memo_((size_t)std::max(1, tbb::this_task_arena::max_concurrency())) {}
+
+  // The index of the sample's cloud; `hold` keeps it alive when it is not a remembered one.
+  const GridIndex& get(const std::shared_ptr<const PointCloud>& cloud, float cell,
+                       std::shared_ptr<const GridIndex>* hold) {
+    const int t = tbb::this_task_arena::current_thread_index();
+    if (t < 0 || (size_t)t >= memo_.size()) return *(*hold = shared(cloud, cell));
+    Memo& m = memo_[(size_t)t];
+    if (m.index && !m.cloud.owner_before(cloud) && !cloud.owner_before(m.cloud)) return *m.index;
+    m.index.reset();  // drop the previous scene's index before (maybe) building this one
+    m.index = shared(cloud, cell);
+    m.cloud = cloud;
+    return *m.index;
+  }
+
+ private:
+  struct alignas(64) Memo {
+    std::weak_ptr<const PointCloud> cloud;
+    std::shared_ptr<const GridIndex> index;
+  };
+
+  std::shared_ptr<const GridIndex> shared(const std::shared_ptr<const PointCloud>& cloud, float cell) {
     std::shared_future<std::shared_ptr<const GridIndex>> ready;
     std::promise<std::shared_ptr<const GridIndex>> mine;
     {
@@ -57,7 +87,7 @@ class IndexCache {
     }
   }
 
- private:
+  std::vector<Memo> memo_;  // one per TBB thread index
   std::mutex mu_;
   std::vector<std::pair<std::weak_ptr<const PointCloud>, std::shared_future<std::shared_ptr<const GridIndex>>>> entries_;
 };
@@ -80,8 +110,9 @@ class CropPolyline : public Stage {
   void process(Item in, const Position&, Emitter& out, RunContext&) override {
     auto s = std::get<std::shared_ptr<Sample>>(in);
     if (!s->scene || !s->scene->cloud) throw Error(s->describe() + ": crop needs the sample's scene cloud");
-    auto index = cache_.get(s->scene->cloud, cell_);  // built once per decoded cloud
-    s->indices = crop_polyline(*s->scene->cloud, *index, polyline_of(s->at(around_)), radius_, z_min_, z_max_);
+    std::shared_ptr<const GridIndex> hold;
+    const GridIndex& index = cache_.get(s->scene->cloud, cell_, &hold);  // built once per decoded cloud
+    s->indices = crop_polyline(*s->scene->cloud, index, polyline_of(s->at(around_)), radius_, z_min_, z_max_);
     if ((int64_t)s->indices.size() < min_points_) {
       // Too few points near the line: this stage's policy applies to the sample alone.
       char why[160];
