@@ -12,7 +12,6 @@
 #include <optional>
 
 #include "data/gen.h"
-#include "graph/memory.h"
 #include "data/render.h"
 #include "graph/error.h"
 #include "kernels/gemm.h"
@@ -188,7 +187,6 @@ int cmd_report(const std::string& dir) {
 
 void prepare_process(int argc, char** argv) {
   ensure_blas_env(argc, argv);
-  tune_allocator();
 }
 
 void add_commands(CLI::App& app) {

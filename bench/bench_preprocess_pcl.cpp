@@ -42,7 +42,6 @@
 
 #include "data/gen.h"
 #include "graph/engine.h"
-#include "graph/memory.h"
 #include "graph/spec.h"
 #include "stages/geometry/perturb.h"
 #include "stages/geometry/rng.h"
@@ -200,7 +199,6 @@ long peak_rss_kb() {
 // data path, scene cache off) and prints "tile-child <samples> <seconds> <peak RSS KiB>", so
 // that the peak RSS is the data path's alone.
 int tile_child(const std::string& dir, int threads) {
-  sl::tune_allocator();
   const sl::PipelineSpec spec = sl::load_pipeline(SL_SOURCE_DIR "/pipelines/preprocess_bench.json",
                                                   {"scan.root=" + dir, "epochs=1", "read.cache_mb=0"});
   sl::RunOptions opt;
@@ -311,7 +309,6 @@ void tile_section(const char* self, const std::string& root, int reps, int cores
 
 int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "--tile-child") return tile_child(argv[2], std::atoi(argv[3]));
-  const std::string allocator = sl::tune_allocator();  // as the streamline CLI does
   std::string root = "/tmp/sl_bench_preprocess";
   int reps = 5, epochs = 2;
   bool numpy = true, tile = true, only_tile = false;

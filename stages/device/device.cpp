@@ -1,7 +1,6 @@
 #include "stages/device/device.h"
 
 #include "graph/comm.h"
-#include "graph/memory.h"
 #include "stages/geometry/crop.h"
 
 #include <sstream>
@@ -84,7 +83,6 @@ std::string doctor_report() {
   const auto kernels = crop_kernels();
   for (size_t i = 0; i < kernels.size(); ++i) o << (i ? ", " : "") << kernels[i];
   o << ")\n";
-  o << "  allocator: " << (allocator_tuning().empty() ? std::string("the C library's defaults") : allocator_tuning()) << "\n";
 #ifdef SL_WITH_CUDA
   int rt = 0, drv = 0;
   cudaRuntimeGetVersion(&rt);
