@@ -61,7 +61,9 @@ struct Kernel {
 std::vector<Kernel> all_kernels() {
   std::vector<Kernel> k;
 #if defined(__x86_64__)
+#if defined(SL_CROP_AVX2)
   k.push_back({"avx2", crop_detail::keep_cell_avx2, (bool)__builtin_cpu_supports("avx2")});
+#endif
   k.push_back({"sse2", crop_detail::keep_cell_sse2, true});
 #endif
   k.push_back({"scalar", crop_detail::keep_cell_scalar, true});
@@ -178,6 +180,7 @@ void sort_unique_ids(std::vector<uint32_t>* ids, uint32_t lo, uint32_t hi) {
   for (size_t w = 0; w < words; ++w)
     for (uint64_t b = bits[w]; b; b &= b - 1) v[n++] = lo + (uint32_t)(w * 64 + (size_t)__builtin_ctzll(b));
   v.resize(n);
+  if (bits.capacity() > (size_t(1) << 16)) std::vector<uint64_t>().swap(bits);  // not kept per thread when large
 }
 
 }  // namespace
@@ -250,14 +253,15 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
   float xmin, xmax, ymin, ymax;
   finite_bbox(c.x, c.y, c.z, n, &xmin, &xmax, &ymin, &ymax);
   if (!(xmin <= xmax)) xmin = xmax = ymin = ymax = 0;  // no finite point: a 1x1 empty grid
-  float cell = cell_size;
-  auto dims = [&](float cs, int64_t* nx, int64_t* ny) {
-    *nx = (int64_t)std::floor((xmax - xmin) / cs) + 1;
-    *ny = (int64_t)std::floor((ymax - ymin) / cs) + 1;
-  };
-  int64_t nx, ny;
-  dims(cell, &nx, &ny);
-  while (nx * ny > kMaxCells) cell *= 2, dims(cell, &nx, &ny);
+  // The grid's size in double: an extent near the float range (or a huge one over a tiny cell)
+  // must neither overflow nor loop; the cell doubles until the grid has at most kMaxCells.
+  const double ex = (double)xmax - (double)xmin, ey = (double)ymax - (double)ymin;
+  double cs = cell_size;
+  auto cells_of = [&](double c) { return (std::floor(ex / c) + 1) * (std::floor(ey / c) + 1); };
+  while (cells_of(cs) > (double)kMaxCells) cs *= 2;
+  const float cell = (float)cs;
+  if (!(cell > 0) || !std::isfinite(cell)) fail("GridIndex::build", "the points' extent is too large for a grid");
+  const int64_t nx = (int64_t)std::floor(ex / cs) + 1, ny = (int64_t)std::floor(ey / cs) + 1;
   g->cell_ = cell, g->inv_cell_ = 1.f / cell, g->x0_ = xmin, g->y0_ = ymin, g->nx_ = (int)nx, g->ny_ = (int)ny;
 
   // A counting sort by cell: ids stay ascending within a cell because the points are scanned in
@@ -270,6 +274,7 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
   // small grid has cells) and then each tile by cell in cache: a direct scatter into a million
   // cells misses the cache on every point. Measured (bench/results/preprocess.md): a 97k-point
   // scan (23k cells) is fastest in one level, the 20 M-point tile (1M cells) in two.
+  if (tile_shift < -1 || tile_shift > 8) fail("GridIndex::build", "tile_shift must be -1 (automatic) or 0..8");
   int sh = tile_shift;
   if (sh < 0) sh = nx * ny <= (int64_t(1) << 16) ? 0 : 5;
   auto n_tiles_of = [&](int s) { return ((nx + (1 << s) - 1) >> s) * ((ny + (1 << s) - 1) >> s); };
@@ -474,7 +479,7 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
     }
   };
   auto add = [](Cand& c, uint32_t k, float d2) {
-    if (c.k0 == UINT32_MAX) c.k0 = k;
+    if (c.k0 == UINT32_MAX) c.k0 = c.kn = k;  // kn stays in [k0, k1] even if no d2 is below +inf
     c.k1 = k;
     if (d2 < c.dn) c.dn = d2, c.kn = k;
   };
@@ -524,6 +529,7 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
     });
     for (size_t i = 0; i < W * H; ++i)
       if (box[i].k0 != UINT32_MAX) visit(bx_lo + (int)(i % W), by_lo + (int)(i / W), box[i]);
+    if (box.capacity() > (size_t(1) << 16)) std::vector<Cand>().swap(box);  // a huge line's box is not kept per thread
   } else {
     // A line spanning a huge grid: sort the (cell, segment) pairs instead.
     struct Pair {

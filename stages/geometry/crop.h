@@ -1,9 +1,9 @@
 // Cropping the points around a polyline: the first geometric step of a line sample.
 //
-// GridIndex is a uniform 2D grid over the scene's (x, y), stored CSR-style (cell offsets +
-// point ids sorted by cell, with the coordinates copied in that order so a cell's points are
-// contiguous in memory). It is built once per scene, is immutable, and is shared by all lines
-// of the scene across threads (crop_polyline only reads it).
+// GridIndex is a uniform 2D grid over the scene's (x, y), stored CSR-style (cell offsets + the
+// point ids sorted by cell, 4 bytes a point; the crop reads the coordinates from the cloud).
+// It is built once per scene, is immutable, and is shared by all lines of the scene across
+// threads (crop_polyline only reads it).
 #pragma once
 #include <cstdint>
 #include <limits>

@@ -1,8 +1,9 @@
 // The crop's per-point kernel on 8 AVX2 lanes. This file alone is compiled with -mavx2
-// (CMakeLists.txt); crop.cpp calls it only on a CPU that reports AVX2.
+// (CMakeLists.txt, which then defines SL_CROP_AVX2 for crop.cpp); crop.cpp calls it only on a
+// CPU that reports AVX2. Built without -mavx2, it is empty and the kernel is not offered.
 #include "stages/geometry/crop_kernel.h"
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(__AVX2__)
 #include <immintrin.h>
 
 namespace sl::crop_detail {

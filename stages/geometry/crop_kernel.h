@@ -64,8 +64,10 @@ uint32_t keep_cell_scalar(const float* xs, const float* ys, const float* zs, con
 #if defined(__x86_64__)
 uint32_t keep_cell_sse2(const float* xs, const float* ys, const float* zs, const uint32_t* ids, uint32_t a,
                         uint32_t b, const CellTest& t, uint32_t* out);  // crop.cpp (x86-64 baseline)
+#if defined(SL_CROP_AVX2)
 uint32_t keep_cell_avx2(const float* xs, const float* ys, const float* zs, const uint32_t* ids, uint32_t a,
                         uint32_t b, const CellTest& t, uint32_t* out);  // crop_avx2.cpp (-mavx2)
+#endif
 #endif
 
 // The vector kernel, written once over a lane type V (crop.cpp: 4 SSE2 lanes, crop_avx2.cpp: 8

@@ -22,36 +22,40 @@ namespace {
 // The grid index of a scene, built once and shared by all of its lines (and by every epoch
 // while the decoded cloud stays in the scene cache): keyed by the cloud object. Exactly one
 // thread builds a scene's index; a crop thread that needs it meanwhile waits for that build
-// rather than making a second copy (on a 20 M-point tile two concurrent builds held 2 x 230 MB).
+// rather than making a second copy (on a 20 M-point tile two concurrent builds held two copies
+// of the index at once).
 // Crop threads working on other scenes do not wait: the build runs outside the lock.
 //
 // The per-sample path takes no lock and writes no shared line: each thread remembers the last
 // index it used (a cache line of its own), and a sample of the same scene, the common case,
 // is answered from there. The comparison is by control block (owner_before), which reads no
 // reference count; the remembered weak_ptr keeps that control block from being reused by
-// another cloud. Only a thread's first sample of a scene goes through the locked table. A
-// remembered index lives until its thread crops a sample of another scene or the run ends.
+// another cloud. Only a thread's first sample of a scene goes through the locked table.
 class IndexCache {
  public:
   IndexCache() : memo_((size_t)std::max(1, tbb::this_task_arena::max_concurrency())) {}
 
-  // The index of the sample's cloud; `hold` keeps it alive when it is not a remembered one.
+  // The index of the sample's cloud; `hold` keeps it alive when it was just looked up (a
+  // remembered one is kept by the table).
   const GridIndex& get(const std::shared_ptr<const PointCloud>& cloud, float cell,
                        std::shared_ptr<const GridIndex>* hold) {
     const int t = tbb::this_task_arena::current_thread_index();
     if (t < 0 || (size_t)t >= memo_.size()) return *(*hold = shared(cloud, cell));
     Memo& m = memo_[(size_t)t];
     if (m.index && !m.cloud.owner_before(cloud) && !cloud.owner_before(m.cloud)) return *m.index;
-    m.index.reset();  // drop the previous scene's index before (maybe) building this one
-    m.index = shared(cloud, cell);
-    m.cloud = cloud;
+    m.index = nullptr;
+    *hold = shared(cloud, cell);
+    m.cloud = cloud, m.index = hold->get();
     return *m.index;
   }
 
  private:
+  // A thread's last index, by pointer: the table below owns it, and keeps it while its cloud
+  // lives, which a hit guarantees (the caller holds the cloud). So a remembered index of a
+  // finished scene is freed by the table's next sweep, not kept alive by the memos.
   struct alignas(64) Memo {
     std::weak_ptr<const PointCloud> cloud;
-    std::shared_ptr<const GridIndex> index;
+    const GridIndex* index = nullptr;
   };
 
   std::shared_ptr<const GridIndex> shared(const std::shared_ptr<const PointCloud>& cloud, float cell) {

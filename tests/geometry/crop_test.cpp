@@ -179,7 +179,9 @@ TEST(Crop, TheBestKernelThisCpuRunsIsTheOneInUse) {
   EXPECT_EQ(kernels.back(), "scalar");
   EXPECT_EQ(std::string(sl::crop_kernel()), kernels.front());
 #if defined(__x86_64__)
+  // Built here with the AVX2 kernel (x86-64 Linux): offered exactly when the CPU has AVX2.
   EXPECT_EQ(std::find(kernels.begin(), kernels.end(), "avx2") != kernels.end(), (bool)__builtin_cpu_supports("avx2"));
+  EXPECT_NE(std::find(kernels.begin(), kernels.end(), "sse2"), kernels.end());
 #endif
   EXPECT_THROW(sl::use_crop_kernel("avx9000"), sl::Error);
 }
@@ -234,6 +236,25 @@ TEST(Crop, HugeExtentEnlargesCellsInsteadOfAllocatingBillions) {
   sl::Polyline l;
   l.points = {{1e6f, 1e6f - 0.5f, 0}};
   EXPECT_EQ(sl::crop_polyline(c, *idx, l, 1.f), std::vector<uint32_t>{1});
+}
+
+// Extents beyond the float range (points near +-FLT_MAX: xmax - xmin overflows) or beyond
+// int64 cells at the given cell size still give a bounded grid, and the crop stays exact.
+TEST(Crop, ExtentsNearTheFloatRangeGiveABoundedGrid) {
+  sl::PointCloud c;
+  c.fields = {"x", "y", "z"};
+  c.columns = {{-3e38f, 0.f, 0.5f, 3e38f, 1e19f}, {-3e38f, 0.f, 0.2f, 3e38f, -1e19f}, {0.f, 0.f, 0.f, 0.f, 0.f}};
+  for (float cell : {1e-30f, 0.1f, 1.f}) {
+    const auto idx = sl::GridIndex::build(c, cell);
+    EXPECT_LE((int64_t)idx->nx() * idx->ny(), sl::GridIndex::kMaxCells);
+    EXPECT_EQ(idx->size(), 5u);
+    sl::Polyline l;
+    l.points = {{0.f, 0.f, 0.f}, {1.f, 0.f, 0.f}};
+    EXPECT_EQ(sl::crop_polyline(c, *idx, l, 1.f), sl::crop_polyline_reference(c, l, 1.f));
+    EXPECT_EQ(sl::crop_polyline(c, *idx, l, 1.f), (std::vector<uint32_t>{1, 2}));
+  }
+  EXPECT_THROW(sl::GridIndex::build(c, 1.f, 9), sl::Error);
+  EXPECT_THROW(sl::GridIndex::build(c, 1.f, -2), sl::Error);
 }
 
 TEST(Crop, IndexOfAnotherCloudIsAnError) {
