@@ -21,6 +21,9 @@ class Comm {
   int size() const { return size_; }
   // What the world runs over, for messages: "1 process" or "MPI, 2 ranks (Open MPI v4.1.4)".
   virtual std::string describe() const = 0;
+  // False for a shard whose ranks cannot exchange anything (a loader's, loader/loader.h): the
+  // collectives below are not available, and checks that need them are skipped.
+  virtual bool collective() const { return true; }
 
   // In-place sums. The float sum is the same bits on every rank by construction: each slice is
   // reduced once, by one rank, in the library's fixed order (never the order of arrival), and

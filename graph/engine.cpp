@@ -102,6 +102,28 @@ struct Run {
   bool failed = false;
   std::unique_ptr<Trace> trace;
   limiter_node<Envelope>* limiter = nullptr;
+  // The holds of the stages that keep the run open (Stage::holds_run_open): taken when the graph
+  // exists, released by the stage, or by a failure. A hold released before it was taken is
+  // never taken; once the graph is done waiting, every hold is released.
+  struct Hold {
+    std::mutex mu;
+    graph* g = nullptr;
+    bool released = false;
+    void reserve(graph& gr) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (released) return;
+      g = &gr;
+      gr.reserve_wait();
+    }
+    void release() {
+      std::lock_guard<std::mutex> lock(mu);
+      if (released) return;
+      released = true;
+      if (g) g->release_wait();
+    }
+  };
+  std::vector<std::shared_ptr<Hold>> hold_states;
+  std::vector<std::function<void()>> holds;
 
   void record_failure(const std::string& stage, const std::string& what) {
     {
@@ -110,6 +132,7 @@ struct Run {
       failed = true;
     }
     local_cancel = true;
+    for (auto& h : holds) h();  // a failed run ends even while a consumer holds batches
   }
   void record_skip(StageRuntime& rt, const std::string& item, const std::string& why) {
     rt.counters.add([](StageCounters& c) { ++c.skipped; });
@@ -256,6 +279,12 @@ Topology build_stages(Run& run, const PipelineSpec& spec) {
     rt->stage = s.schema->factory(spec.params(s.index));
     rt->stage->id = s.id;
     rt->serial = s.schema->serial_only;
+    if (rt->stage->holds_run_open()) {  // set before start(): the stage may hand it to another thread there
+      auto h = std::make_shared<Run::Hold>();
+      rt->stage->release_hold = [h] { h->release(); };
+      run.hold_states.push_back(h);
+      run.holds.push_back(rt->stage->release_hold);
+    }
     t.index_of[s.id] = (int)run.stages.size();
     run.stages.push_back(std::move(rt));
   }
@@ -449,6 +478,7 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
   run.limiter = &limiter;
   make_edge(src, limiter);
   wire(g, run, topo, limiter);
+  for (auto& h : run.hold_states) h->reserve(g);
 
   src.activate();
   g.wait_for_all();

@@ -72,10 +72,18 @@ class Stage {
   // calls release_source_items(n) when it no longer holds them; otherwise the engine counts a
   // source item as done when this stage has processed it.
   virtual bool defers_release() const { return false; }
+  // A sink whose items are consumed outside the graph (the loader's, loader/loader.h) returns
+  // true: its consumer may hold every batch slot while the graph has nothing to do, which must
+  // not end the run (nor count as a stall). The engine keeps the run open until the stage calls
+  // release_hold() -- once the end of the stream reached it, or its consumer stopped -- or the
+  // run fails.
+  virtual bool holds_run_open() const { return false; }
 
   // Set by the engine before start().
   std::function<void(int64_t)> release_source_items = [](int64_t) {};
   std::function<void()> wake = [] {};  // posts a Wake to this (serial) stage: on_wake() runs
+  // See holds_run_open(); set before start(), idempotent, callable from any thread.
+  std::function<void()> release_hold = [] {};
   // One output of a fan-out is bad (e.g. a line with too few points): applies the stage's
   // error policy to it alone -- skip: recorded and counted; fail: the run stops.
   std::function<void(const std::string& item, const std::string& reason)> reject =

@@ -51,17 +51,16 @@ std::shared_ptr<HostBuffer> SlotPool::acquire() {
 }
 
 void SlotPool::give_back(HostBuffer* b) {
-  std::function<void()> f;
   {
     std::lock_guard<std::mutex> lock(mu_);
     free_.push_back(b);
-    f = on_return_;
   }
-  if (f) f();
+  std::lock_guard<std::recursive_mutex> lock(callback_mu_);
+  if (on_return_) on_return_();
 }
 
 void SlotPool::set_on_return(std::function<void()> f) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::recursive_mutex> lock(callback_mu_);
   on_return_ = std::move(f);
 }
 

@@ -59,7 +59,8 @@ struct Batch {
 };
 
 // A fixed set of slots; acquire() returns null when all are out. A slot comes back when the
-// last shared_ptr to it is dropped, and then `on_return` runs (it wakes the batch stage).
+// last shared_ptr to it is dropped, and then `on_return` runs (it wakes the batch stage). Once
+// set_on_return(nullptr) has returned, no callback runs any more.
 class SlotPool : public std::enable_shared_from_this<SlotPool> {
  public:
   SlotPool(size_t slots, size_t floats_per_slot, bool pinned);
@@ -72,6 +73,9 @@ class SlotPool : public std::enable_shared_from_this<SlotPool> {
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<HostBuffer>> all_;
   std::vector<HostBuffer*> free_;
+  // Held while on_return_ runs: set_on_return(nullptr) (the batch stage's destructor) waits for
+  // a callback in progress on another thread (a consumer releasing a batch as the run ends).
+  std::recursive_mutex callback_mu_;
   std::function<void()> on_return_;
 };
 

@@ -6,6 +6,7 @@
 #include "graph/error.h"
 #include "graph/registry.h"
 #include "graph/spec.h"
+#include "loader/loader.h"
 #include "tests/graph/test_stages.h"
 
 namespace sl {
@@ -196,7 +197,12 @@ TEST(Spec, ShippedPipelinesValidate) {
   for (const auto& e : fs::directory_iterator(std::string(SL_SOURCE_DIR) + "/pipelines")) {
     if (e.path().extension() != ".json") continue;
     ++n;
-    EXPECT_NO_THROW(load_pipeline(e.path().string())) << e.path();
+    // *_data.json end at their batch stage: what streamline.Loader runs (loader/loader.h).
+    const std::string name = e.path().filename().string();
+    if (name.size() > 10 && name.substr(name.size() - 10) == "_data.json")
+      EXPECT_NO_THROW(LoaderPipeline(LoaderOptions{e.path().string()})) << e.path();
+    else
+      EXPECT_NO_THROW(load_pipeline(e.path().string())) << e.path();
   }
   EXPECT_GE(n, 1);
 }
