@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """streamline.Loader vs torch.utils.data.DataLoader, consuming batches in a Python loop.
 
-The same data and the same preprocessing: the DataLoader runs the NumPy Dataset of
-bench/pytorch_train_e2e.py (read the scene's PCD and lines JSON, crop, resample, centre,
-perturb; the way PyTorch tutorials write it) with num_workers = cores and pin_memory (when a GPU
-is present); streamline.Loader runs pipelines/line_refine_data.json. Both yield batches of
+The same data and the same preprocessing: the DataLoader runs bench/numpy_line_dataset.py's
+IterableDataset (each worker reads its share of the epoch's scenes once and makes the samples of
+their line pieces in NumPy: split, perturb, crop around the noisy line, draw 1024 points, move
+into the line's frame) with num_workers = cores and pin_memory (when a GPU is present);
+streamline.Loader runs pipelines/line_refine_data.json. Both yield batches of
 [B,1024,4] context, [B,32,3] noisy line and target offset as torch tensors; the loop touches
 each batch (sums one value of every tensor) and does nothing else.
 
@@ -26,7 +27,7 @@ from torch.utils.data import DataLoader
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from pytorch_train_e2e import LineDataset  # noqa: E402
+from numpy_line_dataset import ScenePieces  # noqa: E402
 
 import streamline  # noqa: E402
 
@@ -59,10 +60,10 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="streamline's threads (0: all cores)")
     a = ap.parse_args()
 
-    ds = LineDataset(a.root)
+    ds = ScenePieces(a.root)
     pin = torch.cuda.is_available()
-    dl = DataLoader(ds, batch_size=a.batch, shuffle=True, drop_last=True, num_workers=a.workers,
-                    pin_memory=pin, persistent_workers=a.workers > 0)
+    dl = DataLoader(ds, batch_size=a.batch, drop_last=True, num_workers=a.workers, pin_memory=pin,
+                    persistent_workers=a.workers > 0)
     ld = streamline.Loader(os.path.join(HERE, "..", "pipelines", "line_refine_data.json"),
                            set={"scan.root": os.path.abspath(a.root), "batch.size": a.batch}, threads=a.threads)
 
@@ -70,6 +71,7 @@ def main():
     for _ in range(a.reps):
         ours.append(consume(lambda: iter(ld), a.batches, a.warmup))
         theirs.append(consume(lambda: iter(dl), a.batches, a.warmup))
+        print(f"run {len(ours)}: streamline.Loader {ours[-1]:.0f}, DataLoader {theirs[-1]:.0f} samples/s", flush=True)
     r = ld.report()
     mo, mt = statistics.median(ours), statistics.median(theirs)
     print(f"torch {torch.__version__} | cores {os.cpu_count()} | DataLoader workers {a.workers}, pin_memory {pin} | "

@@ -91,6 +91,20 @@ class LoaderTest(unittest.TestCase):
         self.assertEqual([s["id"] for s in r["stages"]][-1], "_loader")
         self.assertGreater(r["python_us_per_batch"], 0)
 
+    @unittest.skipIf(torch is None, "python3-torch is not installed")
+    def test_dlpack_capsules_view_the_same_slot(self):
+        ld = loader()
+        run = ld._pipe.start(0, 0, 0)
+        b = run.next()
+        arrays = b.arrays()
+        for k in b.keys():
+            t = torch.utils.dlpack.from_dlpack(b.dlpack(k))
+            self.assertEqual(t.data_ptr(), arrays[k].ctypes.data)  # no copy
+            self.assertTrue(np.array_equal(t.numpy(), arrays[k]))
+        unused = b.dlpack("context")  # a capsule nobody consumed frees its reference when collected
+        del unused, arrays, b, t
+        run.stop()
+
     def test_the_same_epoch_is_the_same_batches_at_any_thread_count_and_epochs_advance(self):
         one, two = loader(threads=1), loader(threads=2)
         a, b = epoch_of(one), epoch_of(two)
@@ -172,6 +186,27 @@ class LoaderTest(unittest.TestCase):
             streamline.Loader(train)
         with self.assertRaisesRegex(ValueError, "device"):
             loader(device="tpu")
+
+    @unittest.skipIf(torch is None, "python3-torch is not installed")
+    def test_the_pytorch_example_trains_evaluates_and_resumes(self):
+        example = os.path.join(SOURCE, "examples", "pytorch_train.py")
+        ckpt = os.path.join(ROOT, "example.pt")
+        common = [sys.executable, example, "--train-root", os.path.join(ROOT, "train"), "--val-root",
+                  os.path.join(ROOT, "val"), "--batch", "8", "--epochs", "2", "--checkpoint", ckpt]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        first = subprocess.run(common + ["--max-steps", "3"], capture_output=True, text=True, env=env, timeout=300)
+        self.assertEqual(first.returncode, 0, first.stderr)
+        self.assertRegex(first.stdout, r"eval after epoch 1 \(step 3\): \d+ val lines, mean point error")
+        self.assertTrue(os.path.exists(ckpt))
+        state = torch.load(ckpt)
+        self.assertEqual(state["step"], 3)
+        self.assertEqual((state["loader"]["epoch"], state["loader"]["skip"] > 0 or state["loader"]["index"] > 0),
+                         (0, True))  # mid-epoch: after the third batch
+        again = subprocess.run(common + ["--resume", "--max-steps", "5"], capture_output=True, text=True, env=env,
+                               timeout=300)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("resumed at epoch 0", again.stdout)
+        self.assertIn("step 5", again.stdout)
 
     def test_ctrl_c_stops_the_iteration_with_keyboard_interrupt(self):
         script = textwrap.dedent(f"""
