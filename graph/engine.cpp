@@ -95,7 +95,10 @@ struct Run {
   RunContext ctx;
   std::vector<std::unique_ptr<StageRuntime>> stages;
   std::atomic<bool> local_cancel{false};
+  // Wakes (a slot returned, possibly on a consumer's thread) are posted only while this is true;
+  // wake_mu makes "check and post" one step, so none is posted after the run stopped accepting.
   std::atomic<bool> accepting{true};
+  std::mutex wake_mu;
   std::mutex mu;
   std::vector<SkipRecord> skips;
   std::string first_error;
@@ -373,6 +376,7 @@ void wire(graph& g, Run& run, const Topology& t, limiter_node<Envelope>& limiter
       else run.record_failure(rt.spec->id, item + ": " + why);
     };
     rt.stage->wake = [&run, node] {
+      std::lock_guard<std::mutex> lock(run.wake_mu);
       if (run.accepting) node->try_put(Envelope{Envelope::Type::Wake});
     };
   }
@@ -482,7 +486,11 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
 
   src.activate();
   g.wait_for_all();
-  run.accepting = false;
+  {
+    std::lock_guard<std::mutex> lock(run.wake_mu);
+    run.accepting = false;
+  }
+  g.wait_for_all();  // a wake posted between the first wait's end and the flag (a slot returned then)
   const int64_t t_end = now_ns();
   const bool user_stop = opt.cancel && opt.cancel->load();
   if (!run.failed && !user_stop) {

@@ -53,8 +53,10 @@ class LoaderChannel {
       std::lock_guard<std::mutex> lock(mu_);
       closed_ = true;
       drop.swap(queue_);
-      if (sink_) sink_->release_hold();
     }
+    drop.clear();  // their slots return (waking the batch stage) while the run still holds open
+    std::lock_guard<std::mutex> lock(mu_);
+    if (sink_) sink_->release_hold();
   }
   // The sink's start(): from then on close() releases its hold (its release_hold is set by then).
   // A channel closed before that releases it at once.
@@ -203,6 +205,9 @@ LoaderPipeline::LoaderPipeline(LoaderOptions opt) : opt_(std::move(opt)) {
     batch_size_ = p.get_int("size");
     drop_last_ = p.get_bool("drop_last");
     slots_ = p.get_int("slots");
+    if (slots_ < 2)
+      throw Error(p.where("slots") + ": a loader needs at least 2 slots: the batch a loop holds while it asks for "
+                  "the next one keeps its slot");
   }
 }
 
@@ -256,15 +261,20 @@ LoaderRun::Got LoaderRun::next(std::shared_ptr<Batch>* out, int timeout_ms) {
     return Got::Batch;
   }
   if (!done) return Got::Timeout;
-  if (thread_.joinable()) thread_.join();
+  join();
   if (!result_.ok) throw Error(result_.error);
   return Got::End;
+}
+
+void LoaderRun::join() {
+  std::lock_guard<std::mutex> lock(join_mu_);  // next() and stop() may race (two consumer threads)
+  if (thread_.joinable()) thread_.join();
 }
 
 void LoaderRun::stop() {
   cancel_ = true;
   if (channel_) channel_->close();
-  if (thread_.joinable()) thread_.join();
+  join();
 }
 
 }  // namespace sl

@@ -70,6 +70,8 @@ class LoaderRun {
  private:
   friend class LoaderPipeline;
   LoaderRun() = default;
+  void join();
+  std::mutex join_mu_;
   std::shared_ptr<LoaderChannel> channel_;
   std::unique_ptr<PipelineSpec> spec_;
   std::unique_ptr<Comm> comm_;

@@ -182,6 +182,9 @@ class PyRun {
     run_->stop();
   }
   py::dict report() const { return report_dict(run_->result()); }
+  int64_t held() const { return run_->held(); }
+  int64_t slots() const { return run_->slots(); }
+  bool interrupted() const { return run_->result().interrupted; }  // after next() returned None
   double wait_s() const { return wait_s_; }
 
  private:
@@ -231,7 +234,10 @@ PYBIND11_MODULE(_streamline, m) {
       .def("next", &PyRun::next)
       .def("stop", &PyRun::stop)
       .def("report", &PyRun::report)
-      .def_property_readonly("wait_s", &PyRun::wait_s);
+      .def_property_readonly("wait_s", &PyRun::wait_s)
+      .def_property_readonly("held", &PyRun::held, "batches handed out and still alive (each holds a slot)")
+      .def_property_readonly("slots", &PyRun::slots)
+      .def_property_readonly("interrupted", &PyRun::interrupted, "the run was stopped before its end");
   py::class_<PyPipeline>(m, "Pipeline")
       .def(py::init<const std::string&, const std::vector<std::string>&, int, int, int>(), py::arg("path"),
            py::arg("overrides") = std::vector<std::string>{}, py::arg("threads") = 0, py::arg("rank") = 0,

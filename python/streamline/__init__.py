@@ -39,9 +39,7 @@ __all__ = ["Loader", "Error", "__version__"]
 
 
 def _override(key, value):
-    """--set semantics: the value is JSON when it parses as JSON, else a string."""
-    if isinstance(value, str):
-        return f"{key}={value}"
+    """A --set override whose value keeps its Python type (a str stays a string, "1" included)."""
     return f"{key}={json.dumps(value)}"
 
 
@@ -149,6 +147,7 @@ class Loader:
         start = self._resume if self._resume is not None and self._resume[0] == e else (e, 0, 0)
         from_start = start == (e, 0, 0)
         self._resume = None
+        self._pos = start
         run = self._pipe.start(*start)
         self._run = run
         return self._epoch_iter(run, e, from_start)
@@ -159,9 +158,11 @@ class Loader:
         stats = self._stats
         try:
             while True:
+                if pending:
+                    self._release_copied(pending, run.slots)
                 b = run.next()
                 if b is None:
-                    completed = True
+                    completed = not run.interrupted  # (stopped: a newer iteration, close(), a resume)
                     break
                 t0 = time.perf_counter()
                 self._pos = b.next
@@ -170,6 +171,7 @@ class Loader:
                 stats["batches"] += 1
                 stats["python_s"] += time.perf_counter() - t0
                 yield out
+                b = out = None  # the previous batch's slot is not held by this frame while we wait
         finally:
             if not completed:
                 run.stop()
@@ -198,15 +200,23 @@ class Loader:
             out["line_index"] = b.line_index
         if self.device != "cpu":
             # The slot must outlive the asynchronous copy: keep the host tensors until the
-            # copy's event completed, then let them (and the slot) go.
-            while pending and pending[0][1].query():
-                pending.popleft()
-            dev = {k: v.to(self.device, non_blocking=True) for k, v in out.items()}
+            # copy's event (on the stream the copy ran on) completed, then let them go.
+            stream = torch.cuda.current_stream(self.device)
+            with torch.cuda.stream(stream):
+                dev = {k: v.to(self.device, non_blocking=True) for k, v in out.items()}
             ev = torch.cuda.Event()
-            ev.record()
+            ev.record(stream)
             pending.append((out, ev))
             out = dev
         return out
+
+    @staticmethod
+    def _release_copied(pending, slots):
+        """Lets go of the host batches whose copy is done; waits for the oldest while the copies
+        in flight hold all slots but the one the batch stage needs to go on."""
+        while pending and (pending[0][1].query() or len(pending) >= max(slots - 1, 1)):
+            pending[0][1].synchronize()
+            pending.popleft()
 
     def _stop(self):
         if self._run is not None:

@@ -63,6 +63,7 @@ class LoaderTest(unittest.TestCase):
     @unittest.skipIf(torch is None, "python3-torch is not installed")
     def test_batches_are_torch_tensors_over_the_slots_with_the_samples_values(self):
         ld = loader(set={"batch.keys": ["context", "noisy_line", "target_offset", "true_line"]})
+        counted = len(ld)  # a counting pass of epoch 0, before it runs
         n = 0
         for b in ld:
             self.assertEqual(b["context"].shape, (16, 1024, 4))
@@ -84,7 +85,9 @@ class LoaderTest(unittest.TestCase):
             self.assertGreater(ctx[..., 3].abs().sum().item(), 0)  # intensities came along
             n += 1
         self.assertGreater(n, 3)
-        self.assertEqual(len(ld), n)
+        self.assertEqual(counted, n)
+        ld.set_epoch(0)
+        self.assertEqual(len(ld), n)  # recorded by the iteration
         r = ld.report()
         self.assertTrue(r["ok"])
         self.assertIn("crop_polyline", r["table"])
@@ -101,8 +104,12 @@ class LoaderTest(unittest.TestCase):
             t = torch.utils.dlpack.from_dlpack(b.dlpack(k))
             self.assertEqual(t.data_ptr(), arrays[k].ctypes.data)  # no copy
             self.assertTrue(np.array_equal(t.numpy(), arrays[k]))
-        unused = b.dlpack("context")  # a capsule nobody consumed frees its reference when collected
-        del unused, arrays, b, t
+        self.assertEqual(run.held, 1)
+        unused = b.dlpack("context")  # a capsule nobody consumed lets go of the batch when collected
+        del arrays, b, t
+        self.assertEqual(run.held, 1)
+        del unused
+        self.assertEqual(run.held, 0)
         run.stop()
 
     def test_the_same_epoch_is_the_same_batches_at_any_thread_count_and_epochs_advance(self):
@@ -114,6 +121,20 @@ class LoaderTest(unittest.TestCase):
         self.assertFalse(same(a[:1], c[:1]))
         two.set_epoch(1)
         self.assertTrue(same(c, epoch_of(two)))
+
+    def test_an_abandoned_iteration_is_not_a_complete_epoch(self):
+        ld = loader()
+        it = iter(ld)
+        next(it)
+        self.assertNotEqual((ld.state_dict()["index"], ld.state_dict()["skip"]), (0, 0))
+        ld.close()  # the run stops: the iteration ends, the epoch is not counted as done
+        self.assertEqual(list(it), [])
+        self.assertEqual(ld.epoch, 0)
+        n = len(ld)
+        it = iter(ld)  # the epoch again, from its start
+        self.assertEqual((ld.state_dict()["index"], ld.state_dict()["skip"]), (0, 0))
+        self.assertEqual(sum(1 for _ in it), n)
+        self.assertEqual(ld.epoch, 1)
 
     def test_state_dict_resumes_mid_epoch_exactly(self):
         ld = loader(set={"batch.size": 7})
@@ -186,6 +207,11 @@ class LoaderTest(unittest.TestCase):
             streamline.Loader(train)
         with self.assertRaisesRegex(ValueError, "device"):
             loader(device="tpu")
+        with self.assertRaisesRegex(streamline.Error, r"/stages/8/params/slots: a loader needs at least 2 slots"):
+            loader(set={"batch.slots": 1})
+        ld = loader(set={"scan.root": "1"})  # a str stays a string (not the number 1)
+        with self.assertRaisesRegex(streamline.Error, r"/stages/0/params/root: dataset folder '1' does not exist"):
+            len(ld)
 
     @unittest.skipIf(torch is None, "python3-torch is not installed")
     def test_the_pytorch_example_trains_evaluates_and_resumes(self):
