@@ -66,6 +66,25 @@ def _resolve_device(device):
     return str(torch.device(device))
 
 
+def _with_consumer(report, wait_s):
+    """The engine's report with the bottleneck seen from the loop that consumed the batches: the
+    engine alone sees its sink idle and cannot tell a slow loop from a short run."""
+    wall = report.get("wall_s", 0.0)
+    report["consumer_wait_s"] = wait_s
+    if not report.get("ok") or wall <= 0 or not report.get("bottleneck"):
+        return report
+    share = wait_s / wall
+    if share < 0.1:
+        line = (f"your loop sets the pace: it waited for batches {wait_s:.2f} s of the epoch's {wall:.2f} s "
+                f"({100 * share:.0f}%); the data path keeps up.")
+    else:
+        line = (f"your loop waited for batches {100 * share:.0f}% of the epoch ({wait_s:.2f} s of {wall:.2f} s): "
+                f"the data path is the limit. The engine: {report['bottleneck']}")
+    report["table"] = report["table"].replace(report["bottleneck"], line)
+    report["bottleneck"] = line
+    return report
+
+
 class Loader:
     """Iterates a streamline pipeline's batches, one epoch per iteration.
 
@@ -181,7 +200,7 @@ class Loader:
             stats["wait_s"] += run.wait_s
             if self._run is run:  # (not an abandoned iteration finalized after a newer one began)
                 self._run = None
-                self._report = run.report()
+                self._report = _with_consumer(run.report(), run.wait_s)
                 if completed:
                     if from_start:
                         self._lengths[e] = count
@@ -263,9 +282,10 @@ class Loader:
     # ---- where the time went -----------------------------------------------------------------
     def report(self):
         """The last finished (or stopped) epoch's report: per-stage items, busy/idle/held time,
-        the bottleneck, skipped items with their reasons ("skips"), the table as text ("table"),
-        and this loader's own cost: Python time per batch ("python_us_per_batch") and time spent
-        waiting for the engine ("wait_s")."""
+        the bottleneck as your loop saw it (its time waiting for batches: "consumer_wait_s"),
+        skipped items with their reasons ("skips"), the table as text ("table"), and this
+        loader's own cost over all epochs: Python time per batch ("python_us_per_batch") and
+        time spent waiting for the engine ("wait_s")."""
         r = dict(self._report) if self._report is not None else {}
         n = self._stats["batches"]
         r["batches"] = n

@@ -93,6 +93,8 @@ class LoaderTest(unittest.TestCase):
         self.assertIn("crop_polyline", r["table"])
         self.assertEqual([s["id"] for s in r["stages"]][-1], "_loader")
         self.assertGreater(r["python_us_per_batch"], 0)
+        self.assertIn("your loop", r["bottleneck"])
+        self.assertIn(r["bottleneck"], r["table"])
 
     @unittest.skipIf(torch is None, "python3-torch is not installed")
     def test_dlpack_capsules_view_the_same_slot(self):
