@@ -62,8 +62,9 @@ def main():
 
     ds = ScenePieces(a.root)
     pin = torch.cuda.is_available()
-    dl = DataLoader(ds, batch_size=a.batch, drop_last=True, num_workers=a.workers, pin_memory=pin,
-                    persistent_workers=a.workers > 0)
+    # Not persistent: an abandoned iterator's workers would go on prefetching during the next
+    # (streamline) run; fresh workers start inside each run's warm-up batches instead.
+    dl = DataLoader(ds, batch_size=a.batch, drop_last=True, num_workers=a.workers, pin_memory=pin)
     ld = streamline.Loader(os.path.join(HERE, "..", "pipelines", "line_refine_data.json"),
                            set={"scan.root": os.path.abspath(a.root), "batch.size": a.batch}, threads=a.threads)
 
