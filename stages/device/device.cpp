@@ -14,6 +14,8 @@
 #ifdef SL_WITH_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+
+#include "kernels/cuda/cublas_lazy.h"
 #endif
 
 extern "C" char* openblas_get_config(void);
@@ -89,7 +91,8 @@ std::string doctor_report() {
   cudaDriverGetVersion(&drv);
   o << "  CUDA runtime: " << rt / 1000 << "." << rt % 1000 / 10 << "\n";
   o << "  CUDA driver: " << (drv ? std::to_string(drv / 1000) + "." + std::to_string(drv % 1000 / 10) : "none loaded") << "\n";
-  o << "  cuBLAS: " << CUBLAS_VER_MAJOR << "." << CUBLAS_VER_MINOR << "." << CUBLAS_VER_PATCH << " (headers)\n";
+  o << "  cuBLAS: " << CUBLAS_VER_MAJOR << "." << CUBLAS_VER_MINOR << "." << CUBLAS_VER_PATCH
+    << " (headers); " << (cuda::cublas_loaded() ? "loaded" : "not loaded: it loads when a CUDA backend starts") << "\n";
 #else
   o << "  CUDA: not in this build\n";
 #endif

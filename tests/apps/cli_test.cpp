@@ -426,6 +426,10 @@ TEST(Cli, DoctorNamesVersionsAndTheDeviceAutoReasonAndCudaWithoutAGpuIsRefused) 
   EXPECT_EQ(d.out.rfind(std::string("streamline ") + SL_VERSION + "\n", 0), 0u) << d.out;
   for (const char* line : {"CPU cores (hardware threads): ", "oneTBB: ", "RapidJSON: ", "OpenBLAS: ", "CUDA devices: "})
     EXPECT_NE(d.out.find(std::string("\n  ") + line), std::string::npos) << line << "\n" << d.out;
+#ifdef SL_WITH_CUDA
+  // cuBLAS is not linked: a process maps it only when a CUDA backend starts (~145 MiB resident).
+  EXPECT_NE(d.out.find(" (headers); not loaded: it loads when a CUDA backend starts\n"), std::string::npos) << d.out;
+#endif
   const std::string pick = "device \"auto\" resolves to: ";
   const size_t at = d.out.find(pick);
   ASSERT_NE(at, std::string::npos) << d.out;
