@@ -335,12 +335,26 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
       }
     }
   };
+  // Consecutive points of a scan or a tile mostly share a bucket: both passes work on runs of
+  // one bucket, so that a counter is not incremented through memory once per point (each
+  // increment of the same counter waits for the previous store: ~20% of the build in `perf`).
   std::vector<uint32_t> first(n_tiles + 1, 0);
-  for (size_t i0 = 0; i0 < n; i0 += kChunk) {
-    const size_t cnt = std::min(kChunk, n - i0);
-    buckets(i0, cnt);
-    for (size_t j = 0; j < cnt; ++j)
-      if (bucket[j] != kSkip) ++first[bucket[j] + 1];
+  {
+    uint32_t* const cnt_of = first.data() + 1;
+    uint32_t prev = kSkip, run = 0;
+    for (size_t i0 = 0; i0 < n; i0 += kChunk) {
+      const size_t cnt = std::min(kChunk, n - i0);
+      buckets(i0, cnt);
+      for (size_t j = 0; j < cnt; ++j) {
+        const uint32_t bk = bucket[j];
+        if (bk != prev) {
+          if (prev != kSkip) cnt_of[prev] += run;
+          prev = bk, run = 0;
+        }
+        ++run;
+      }
+    }
+    if (prev != kSkip) cnt_of[prev] += run;
   }
   for (size_t t = 1; t <= n_tiles; ++t) first[t] += first[t - 1];
   const size_t m = first[n_tiles];
@@ -351,12 +365,21 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
   {
     std::vector<uint32_t> cursor(first.begin(), first.end() - 1);
     uint32_t* const cur = cursor.data();
+    uint32_t prev = kSkip, at = 0;  // the current run's bucket and its write position
     for (size_t i0 = 0; i0 < n; i0 += kChunk) {
       const size_t cnt = std::min(kChunk, n - i0);
       buckets(i0, cnt);
-      for (size_t j = 0; j < cnt; ++j)
-        if (bucket[j] != kSkip) ids[cur[bucket[j]]++] = (uint32_t)(i0 + j);
+      for (size_t j = 0; j < cnt; ++j) {
+        const uint32_t bk = bucket[j];
+        if (bk != prev) {
+          if (prev != kSkip) cur[prev] = at;
+          prev = bk;
+          if (bk != kSkip) at = cur[bk];
+        }
+        if (bk != kSkip) ids[at++] = (uint32_t)(i0 + j);
+      }
     }
+    if (prev != kSkip) cur[prev] = at;
   }
   uint32_t* const start = g->start_.data();
   start[n_tiles * per_tile] = (uint32_t)m;

@@ -24,6 +24,22 @@ sl::PointCloud random_cloud(sl::Rng& rng, size_t n, float extent) {
   return c;
 }
 
+// The same points in scan-like order (sorted by y, then x, in bands of 0.5 m): consecutive points
+// share a cell for runs of points, as in a LiDAR scan or a tile, not only by chance.
+sl::PointCloud scan_ordered(const sl::PointCloud& c) {
+  const size_t n = c.size();
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  auto band = [&](size_t i) { return std::floor(c.columns[1][i] * 2.f); };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return band(a) != band(b) ? band(a) < band(b) : c.columns[0][a] < c.columns[0][b];
+  });
+  sl::PointCloud s = c;
+  for (size_t f = 0; f < c.columns.size(); ++f)
+    for (size_t i = 0; i < n; ++i) s.columns[f][i] = c.columns[f][order[i]];
+  return s;
+}
+
 sl::Polyline random_line(sl::Rng& rng, float extent, int n_pts, bool with_repeats) {
   sl::Polyline l;
   std::array<float, 3> p{(float)rng.uniform(-extent, extent), (float)rng.uniform(-extent, extent),
@@ -39,13 +55,15 @@ sl::Polyline random_line(sl::Rng& rng, float extent, int n_pts, bool with_repeat
 
 }  // namespace
 
-// Sweeps seeds x radii x cell sizes x z bands, including one-point lines and repeated vertices:
+// Sweeps seeds x radii x cell sizes x z bands x point orders, including one-point lines and
+// repeated vertices:
 // the indexed crop must equal the brute-force reference id for id.
 TEST(Crop, IndexedEqualsReferenceOverSeedsRadiiCellsAndZBands) {
   size_t total_selected = 0;
   for (uint64_t seed = 1; seed <= 12; ++seed) {
     sl::Rng rng(seed * 977);
-    const auto cloud = random_cloud(rng, 20000, 30.f);
+    // Even seeds: the points in scan order (long runs of one cell while the index is built).
+    const auto cloud = seed % 2 ? random_cloud(rng, 20000, 30.f) : scan_ordered(random_cloud(rng, 20000, 30.f));
     for (float cell : {0.37f, 1.0f, 2.5f}) {
       const auto index = sl::GridIndex::build(cloud, cell);
       for (int trial = 0; trial < 8; ++trial) {
@@ -156,6 +174,7 @@ TEST(Crop, OneLevelAndTwoLevelIndexesCropAlike) {
     auto cloud = random_cloud(rng, 30000, seed == 4 ? 200.f : 30.f);
     if (seed == 4)  // a thin strip: 1 cell high
       for (auto& y : cloud.columns[1]) y *= 0.001f;
+    if (seed == 2 || seed == 3) cloud = scan_ordered(cloud);  // runs of one cell (and one tile)
     cloud.columns[2][17] = NAN, cloud.columns[0][99] = INFINITY;
     for (int shift : {0, 1, 3, 5}) {
       const auto index = sl::GridIndex::build(cloud, 0.5f, shift);
