@@ -73,7 +73,19 @@ void map_rows(Tensor* t, const char* who, Fn fn) {
 }  // namespace
 
 void points_to_local(const Frame& f, Tensor* t) {
-  map_rows(t, "points_to_local", [&](const auto& p) { return f.to_local(p); });
+  // Frame::to_local written out (the same operations in the same order, so the same floats):
+  // through map_rows' per-row lambda it was not inlined (~5% of a preprocess run).
+  if (!t) return;
+  if (t->shape.size() != 2 || t->shape[1] < 3) fail("points_to_local", "expected a [N, C>=3] tensor, got " + t->shape_str());
+  const int64_t C = t->shape[1], N = t->shape[0];
+  const float ox = f.origin[0], oy = f.origin[1], oz = f.origin[2], c = f.cos_yaw, s = f.sin_yaw;
+  float* d = t->data.data();
+  for (int64_t i = 0; i < N; ++i, d += C) {
+    const float dx = d[0] - ox, dy = d[1] - oy;
+    d[0] = c * dx + s * dy;
+    d[1] = -s * dx + c * dy;
+    d[2] = d[2] - oz;
+  }
 }
 void points_to_world(const Frame& f, Tensor* t) {
   map_rows(t, "points_to_world", [&](const auto& p) { return f.to_world(p); });

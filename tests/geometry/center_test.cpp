@@ -82,3 +82,26 @@ TEST(Center, CenterSampleMovesXyzButNotIntensityAndCentersTheLine) {
   EXPECT_NEAR(tl.data[3], 14, 1e-5);
   EXPECT_NEAR(tl.data[4], 23, 1e-5);
 }
+
+// points_to_local over a tensor gives, row by row, exactly Frame::to_local (the same floats), and
+// leaves the columns after z alone.
+TEST(Center, PointsToLocalEqualsToLocalRowByRowOnRandomTensors) {
+  sl::Rng rng(11);
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<std::array<float, 3>> line;
+    for (int i = 0; i < 4; ++i)
+      line.push_back({(float)rng.uniform(-80, 80), (float)rng.uniform(-80, 80), (float)rng.uniform(-3, 3)});
+    const auto f = sl::line_frame(line, trial % 3 != 0);
+    const int64_t C = 3 + trial % 3, N = (int64_t)rng.below(300);
+    sl::Tensor t({N, C});
+    for (auto& v : t.data) v = (float)rng.uniform(-100, 100);
+    const sl::Tensor before = t;
+    sl::points_to_local(f, &t);
+    for (int64_t i = 0; i < N; ++i) {
+      const float* b = before.data.data() + i * C;
+      const auto want = f.to_local({b[0], b[1], b[2]});
+      for (int c = 0; c < 3; ++c) ASSERT_EQ(t.data[i * C + c], want[c]) << trial << " row " << i;
+      for (int64_t c = 3; c < C; ++c) ASSERT_EQ(t.data[i * C + c], b[c]);
+    }
+  }
+}

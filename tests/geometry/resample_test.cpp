@@ -6,6 +6,7 @@
 
 #include "graph/error.h"
 #include "stages/geometry/resample.h"
+#include "stages/geometry/rng.h"
 
 TEST(Resample, WithoutReplacementIsADistinctSubsetAndReproducible) {
   for (uint64_t seed : {1ull, 42ull, 0xdeadbeefull}) {
@@ -70,4 +71,43 @@ TEST(Resample, GatherPointsCopiesRowsInPickOrder) {
   const std::vector<float> want{3.5f, -3.f, 9.f, 0.3f, 4.5f, -4.f, 10.f, 0.4f, 4.5f, -4.f, 10.f, 0.4f};
   EXPECT_EQ(t.data, want);
   EXPECT_THROW(sl::gather_points(c, crop, {3}), sl::Error);
+}
+
+// gather_points reads the cloud in crop order and writes each row where its pick wants it: on
+// random clouds, crops and picks (distinct, with repeats, and a few picks from a large crop), the
+// rows equal a plain loop in pick order; a bad pick or id is an error.
+TEST(Resample, GatherPointsEqualsAPlainLoopOnRandomCropsAndPicks) {
+  sl::Rng rng(5);
+  for (int trial = 0; trial < 200; ++trial) {
+    const size_t n = 1 + (size_t)rng.below(3000);
+    sl::PointCloud c;
+    c.fields = {"x", "y", "z", "intensity"};
+    c.columns.assign(4, std::vector<float>(n));
+    for (auto& col : c.columns)
+      for (auto& v : col) v = (float)rng.uniform(-50, 50);
+    std::vector<uint32_t> crop;
+    for (uint32_t i = 0; i < n; ++i)
+      if (rng.uniform() < 0.4) crop.push_back(i);
+    if (crop.empty()) crop.push_back((uint32_t)(n - 1));
+    const size_t P = (size_t)rng.below(trial % 4 == 0 ? 8 : 1500);
+    std::vector<uint32_t> pick;
+    if (trial % 2) {
+      pick = sl::resample_indices(crop.size(), P, (uint64_t)trial);  // distinct, or all + repeats
+    } else {
+      for (size_t k = 0; k < P; ++k) pick.push_back((uint32_t)rng.below(crop.size()));  // any repeats
+    }
+    const sl::Tensor t = sl::gather_points(c, crop, pick);
+    ASSERT_EQ(t.shape, (std::vector<int64_t>{(int64_t)P, 4}));
+    for (size_t k = 0; k < P; ++k)
+      for (int f = 0; f < 4; ++f)
+        ASSERT_EQ(t.data[4 * k + f], c.columns[f][crop[pick[k]]]) << "trial " << trial << " row " << k;
+    if (P > 0) {
+      auto bad = pick;
+      bad[rng.below(P)] = (uint32_t)crop.size();
+      EXPECT_THROW(sl::gather_points(c, crop, bad), sl::Error);
+      auto bad_crop = crop;
+      bad_crop[pick[0]] = (uint32_t)n;
+      EXPECT_THROW(sl::gather_points(c, bad_crop, pick), sl::Error);
+    }
+  }
 }
