@@ -147,42 +147,6 @@ uint32_t crop_detail::keep_cell_scalar(const float* xs, const float* ys, const f
 
 namespace {
 
-// Ascending order for ids that are distinct (every point sits in one cell, visited once). When
-// the id span is small next to the count (a crop of thousands out of a ~100k-point scene), a
-// bitmap over the span and one scan of its words is several times cheaper than a comparison
-// sort, which was ~16% of a preprocess run's time.
-// lo and hi bound the ids (the caller tracks them as it appends ascending runs).
-void sort_unique_ids(std::vector<uint32_t>* ids, uint32_t lo, uint32_t hi) {
-  auto& v = *ids;
-  if (v.size() < 64) {
-    std::sort(v.begin(), v.end());
-    return;
-  }
-  const size_t words = ((size_t)(hi - lo) >> 6) + 1;
-  if (words > 8 * v.size()) {
-    std::sort(v.begin(), v.end());
-    return;
-  }
-  thread_local std::vector<uint64_t> bits;
-  bits.assign(words, 0);
-  // The bits of a word are gathered in a register while consecutive ids fall in it (a cell's
-  // ids are ascending and often close): one store per word rather than a chain of dependent
-  // read-modify-writes.
-  size_t cw = (size_t)(v[0] - lo) >> 6;
-  uint64_t cur = 0;
-  for (uint32_t id : v) {
-    const size_t w = (size_t)(id - lo) >> 6;
-    if (w != cw) bits[cw] |= cur, cur = 0, cw = w;
-    cur |= uint64_t(1) << ((id - lo) & 63);
-  }
-  bits[cw] |= cur;
-  size_t n = 0;
-  for (size_t w = 0; w < words; ++w)
-    for (uint64_t b = bits[w]; b; b &= b - 1) v[n++] = lo + (uint32_t)(w * 64 + (size_t)__builtin_ctzll(b));
-  v.resize(n);
-  if (bits.capacity() > (size_t(1) << 16)) std::vector<uint64_t>().swap(bits);  // not kept per thread when large
-}
-
 }  // namespace
 
 // The bounding box of the points whose x, y and z are all finite (+-inf when there is none).
@@ -513,7 +477,6 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
   CellTest test;
   test.r2 = r2, test.z_band = z_band, test.z_min = z_min, test.z_max = z_max;
   const float inner2 = r2 * (1.f - 1e-4f) - 1e-6f;
-  uint32_t lo = UINT32_MAX, hi = 0;  // the smallest and largest id kept
   auto visit = [&](int cx, int cy, const Cand& c) {
     const size_t slot = g.slot(cx, cy);
     const uint32_t a = g.start_[slot], b = g.start_[slot + 1];
@@ -530,7 +493,6 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
       if (dist2_to(sg, x0, y0, &za) <= inner2 && dist2_to(sg, x1, y0, &za) <= inner2 &&
           dist2_to(sg, x0, y1, &za) <= inner2 && dist2_to(sg, x1, y1, &za) <= inner2) {
         out.insert(out.end(), g.ids_.data() + a, g.ids_.data() + b);
-        lo = std::min(lo, g.ids_.data()[a]), hi = std::max(hi, g.ids_.data()[b - 1]);  // a cell's ids ascend
         return;
       }
     }
@@ -539,7 +501,6 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
     const size_t used = out.size();
     out.resize(used + (b - a));
     out.resize(used + keep_cell(cols.x, cols.y, cols.z, g.ids_.data(), a, b, test, out.data() + used));
-    if (out.size() > used) lo = std::min(lo, out[used]), hi = std::max(hi, out.back());
   };
 
   const size_t W = (size_t)(bx_hi - bx_lo + 1), H = (size_t)(by_hi - by_lo + 1);
@@ -571,7 +532,8 @@ std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& g,
       visit((int)(cid % (uint64_t)g.nx_), (int)(cid / (uint64_t)g.nx_), c);
     }
   }
-  sort_unique_ids(&out, lo, hi);
+  // Not sorted by id: the cells' order is the order of the result (crop.h). Sorting (a bitmap
+  // over the id span) was ~25% of a crop's time, and resample draws at random from the crop.
   return out;
 }
 

@@ -74,8 +74,14 @@ class GridIndex {
 // Every point whose horizontal (x, y) distance to the polyline (its segments; a one-point
 // line is a point) is <= radius and whose z offset from the nearest line point is within
 // [z_min, z_max]. "Nearest line point" is the closest point in xy over all segments (ties go
-// to the lowest segment index); its z is interpolated along that segment. Ids are returned in
-// ascending order. The index must have been built from this cloud. An empty line gives {}.
+// to the lowest segment index); its z is interpolated along that segment. The index must have
+// been built from this cloud. An empty line gives {}.
+// Order: by grid cell, cells in row-major order (cy, then cx; index.cell_y / cell_x of the
+// point), ids ascending within a cell. It depends on the cloud, the cell size and the line only
+// (not on threads or on how the index is stored), so a crop is deterministic; the set of ids
+// is crop_polyline_reference's (which lists them ascending). Not sorted by id because that
+// sort was a quarter of the crop's time and nothing downstream needs it (resample draws at
+// random from the crop).
 std::vector<uint32_t> crop_polyline(const PointCloud& cloud, const GridIndex& index,
                                     const Polyline& line, float radius,
                                     float z_min = -std::numeric_limits<float>::infinity(),
