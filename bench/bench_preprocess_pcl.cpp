@@ -8,7 +8,8 @@
 //          CropBox (the piece's xy bounding box grown by the 2 m radius, z unbounded) and a
 //          RandomSample to 1024 points; single thread, no center/perturb/batching: LESS work
 //          than ours (a box test instead of a point-to-segment distance, no line targets);
-//   NumPy  bench/numpy_preprocess.py as a PyTorch Dataset would do it (single process).
+//   NumPy  bench/numpy_preprocess.py as a PyTorch Dataset would do it (single process), one
+//          timed epoch per rep after a warm-up one.
 //
 // Samples are the samples that reach the batch sink (drop_last: the partial last batch of each
 // epoch is prepared but not counted); the baselines count pieces with >= 32 cropped points
@@ -350,8 +351,8 @@ int main(int argc, char** argv) {
 
   std::vector<std::vector<double>> t_ours(ours.size());
   std::vector<int64_t> n_ours(ours.size());
-  std::vector<double> t_pcl;
-  int64_t n_pcl = 0;
+  std::vector<double> t_pcl, t_np_reps;
+  int64_t n_pcl = 0, n_np = 0;
   std::string report_1t;
   pcl_epoch(scenes, 1);  // warm-up: page cache, allocator, lazy PCL statics
   for (int rep = 0; rep < reps; ++rep) {
@@ -373,10 +374,16 @@ int main(int argc, char** argv) {
     n_pcl = 0;
     for (int e = 0; e < epochs; ++e) n_pcl += pcl_epoch(scenes, 1000u * (unsigned)e + 7);
     t_pcl.push_back(secs_since(t0));
+    // NumPy in the same rep too (one timed epoch after a warm-up one), so that its rate is
+    // measured under the same load as ours and PCL's rather than in a separate stretch of time.
+    if (numpy) {
+      double t = 0;
+      if (!numpy_epoch(root, 1, &n_np, &t)) numpy = false;
+      else t_np_reps.push_back(t);
+    }
   }
-  int64_t n_np = 0;
-  double t_np = 0;
-  const bool have_np = numpy && numpy_epoch(root, reps, &n_np, &t_np);
+  const bool have_np = numpy && !t_np_reps.empty();
+  const double t_np = have_np ? median(t_np_reps) : 0;
 
   const double pcl_rate = (double)n_pcl / median(t_pcl);
   std::printf("| pipeline | threads | samples | median s | samples/s | samples/s per thread | per-core vs PCL | scaling |\n");
@@ -395,6 +402,24 @@ int main(int argc, char** argv) {
   if (have_np)
     std::printf("| NumPy (numpy_preprocess.py) | 1 | %lld | %.3f | %.0f | %.0f | %.2fx | - |\n", (long long)(n_np * epochs),
                 t_np * epochs, n_np / t_np, n_np / t_np, n_np / t_np / pcl_rate);
+  // The spread: each rep's own ratios (the configurations of a rep ran back to back).
+  {
+    std::vector<double> vs_pcl, vs_np;
+    for (int r = 0; r < reps; ++r) {
+      const double ours_rate = (double)n_ours[0] / t_ours[0][(size_t)r];
+      vs_pcl.push_back(ours_rate / ((double)n_pcl / t_pcl[(size_t)r]));
+      if (have_np && (size_t)r < t_np_reps.size()) vs_np.push_back(ours_rate / ((double)n_np / t_np_reps[(size_t)r]));
+    }
+    auto range = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      char b[96];
+      std::snprintf(b, sizeof b, "median %.2fx (%.2fx to %.2fx)", v[v.size() / 2], v.front(), v.back());
+      return std::string(b);
+    };
+    std::printf("\nPer-rep ratios of 1 thread, cache off: vs PCL %s", range(vs_pcl).c_str());
+    if (!vs_np.empty()) std::printf("; vs NumPy %s", range(vs_np).c_str());
+    std::printf("\n");
+  }
   std::printf("\nStage table of the last 1-thread, cache-off run:\n\n%s\n", report_1t.c_str());
   if (tile) tile_section(argv[0], root, std::min(reps, 3), cores);
   return 0;
