@@ -14,6 +14,7 @@
 #include "data/gen.h"
 #include "data/render.h"
 #include "graph/error.h"
+#include "graph/memory.h"
 #include "kernels/gemm.h"
 #include "report/report.h"
 #include "stages/io/inspect.h"
@@ -187,6 +188,7 @@ int cmd_report(const std::string& dir) {
 
 void prepare_process(int argc, char** argv) {
   ensure_blas_env(argc, argv);
+  keep_freed_memory();  // the per-scene buffers are reused, not faulted in again (graph/memory.h)
 }
 
 void add_commands(CLI::App& app) {

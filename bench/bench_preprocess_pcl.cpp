@@ -43,6 +43,7 @@
 
 #include "data/gen.h"
 #include "graph/engine.h"
+#include "graph/memory.h"
 #include "graph/spec.h"
 #include "stages/geometry/perturb.h"
 #include "stages/geometry/rng.h"
@@ -309,6 +310,7 @@ void tile_section(const char* self, const std::string& root, int reps, int cores
 }  // namespace
 
 int main(int argc, char** argv) {
+  sl::keep_freed_memory();  // as the streamline CLI runs pipelines (graph/memory.h)
   if (argc == 4 && std::string(argv[1]) == "--tile-child") return tile_child(argv[2], std::atoi(argv[3]));
   std::string root = "/tmp/sl_bench_preprocess";
   int reps = 5, epochs = 2;

@@ -1,6 +1,9 @@
 #include "graph/memory.h"
 
 #include <sys/mman.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <cstdint>
 
@@ -14,6 +17,16 @@ void advise_huge_pages(void* p, size_t bytes) {
   if (hi > lo) ::madvise((void*)lo, hi - lo, MADV_HUGEPAGE);  // a hint: its failure changes nothing
 #else
   (void)p, (void)bytes;
+#endif
+}
+
+bool keep_freed_memory() {
+#if defined(__GLIBC__)
+  // M_MMAP_THRESHOLD at most 32 MiB on 64-bit glibc; setting it also stops glibc's own
+  // adjustment of both thresholds.
+  return mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1;
+#else
+  return false;
 #endif
 }
 
