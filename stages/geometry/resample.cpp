@@ -18,14 +18,17 @@ std::vector<uint32_t> resample_indices(size_t n_in, size_t P, uint64_t seed) {
   if (n_in >= P) {
     // Partial Fisher-Yates: after step k, perm[0..k] is a uniform random k+1-subset in random
     // order. O(n_in) memory, which is the crop size (thousands), so cheaper than a hash set.
-    std::vector<uint32_t> perm(n_in);
-    std::iota(perm.begin(), perm.end(), 0u);
+    thread_local std::vector<uint32_t> perm;  // this runs once per sample: no allocation of n_in each time
+    perm.resize(n_in);
+    uint32_t* const pm = perm.data();
+    std::iota(pm, pm + n_in, 0u);
     for (size_t k = 0; k < P; ++k) {
       const size_t j = k + (size_t)rng.below(n_in - k);
-      std::swap(perm[k], perm[j]);
+      std::swap(pm[k], pm[j]);
     }
-    perm.resize(P);
-    return perm;
+    out.assign(pm, pm + P);
+    if (perm.capacity() > (size_t(1) << 20)) std::vector<uint32_t>().swap(perm);  // not kept per thread when huge
+    return out;
   }
   out.resize(P);
   std::iota(out.begin(), out.begin() + n_in, 0u);

@@ -61,6 +61,15 @@ class Rng {
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
   }
   double normal(double mean, double sigma) { return mean + sigma * normal(); }
+  // Both values of one Box-Muller draw (the same two uniforms as normal(); *a is what normal()
+  // would return): two independent standard normals for one logarithm and one sincos.
+  void normal_pair(double* a, double* b) {
+    double u1 = uniform();
+    const double u2 = uniform();
+    if (u1 < 1e-300) u1 = 1e-300;
+    const double r = std::sqrt(-2.0 * std::log(u1)), th = 6.283185307179586 * u2;
+    *a = r * std::cos(th), *b = r * std::sin(th);
+  }
 
  private:
   static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }

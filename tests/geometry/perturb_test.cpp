@@ -144,3 +144,23 @@ TEST(Perturb, LateralOffsetIsLowFrequency) {
   }
   EXPECT_LT(step / 63, 0.15 * mag / 64);
 }
+
+// Rng::normal_pair: its first value is what normal() draws from the same stream position, and
+// over many draws both values are standard normals, uncorrelated with each other.
+TEST(Perturb, NormalPairsAreIndependentStandardNormals) {
+  sl::Rng a(123), b(123);
+  const int n = 200000;
+  double s1 = 0, s2 = 0, q1 = 0, q2 = 0, c = 0;
+  for (int i = 0; i < n; ++i) {
+    double x, y;
+    a.normal_pair(&x, &y);
+    if (i < 100) ASSERT_EQ(x, b.normal()) << i;
+    else b.normal();
+    s1 += x, s2 += y, q1 += x * x, q2 += y * y, c += x * y;
+  }
+  EXPECT_NEAR(s1 / n, 0.0, 0.01);
+  EXPECT_NEAR(s2 / n, 0.0, 0.01);
+  EXPECT_NEAR(q1 / n, 1.0, 0.02);
+  EXPECT_NEAR(q2 / n, 1.0, 0.02);
+  EXPECT_NEAR(c / n, 0.0, 0.01);
+}
