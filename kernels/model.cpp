@@ -234,7 +234,7 @@ struct LineRefiner::Impl {
     const int64_t n_out = NL * lay.reg.back().out;
     mse_loss(c, loss, reg_act.back(), target, n_out);
     zero_rows(reg_grad.back(), NL, lay.reg.back().out);
-    mse_backward(c, reg_grad.back(), reg_act.back(), target, n_out);
+    mse_backward(c, reg_grad.back(), reg_act.back(), target, n_out, 1.f);
 
     // regressor, reverse; layer 0 is the fused global/line layer
     for (size_t i = nR; i-- > 1;) {

@@ -353,7 +353,7 @@ TEST_P(OpHarness, MseLossBookkeepingAndAdamStepMatchReferences) {
                             reinterpret_cast<float*>(st.p<char>() + 12)};
   mse_loss(rc.c, ls, mp.p<float>(), mt.p<float>(), n);
   mse_loss(rc.c, ls, mp.p<float>(), mt.p<float>(), n);
-  mse_backward(rc.c, dp.p<float>(), mp.p<float>(), mt.p<float>(), n);
+  mse_backward(rc.c, dp.p<float>(), mp.p<float>(), mt.p<float>(), n, 1.f);
   const double ref = mse_forward_reference(to_d(p).data(), to_d(t).data(), n);
   const auto raw = st.get<char>(16);
   double sum;
