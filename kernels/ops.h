@@ -4,9 +4,9 @@
 // handle), then outputs, values saved for backward, inputs, weights, sizes (llm.c style).
 // The CPU body and the CUDA body of an op sit side by side (kernels/ops/<group>.cpp and .cu,
 // namespaces sl::cpu_ops and sl::cuda_ops) and run the SAME algorithm; kernels/reference.h
-// holds the plain loops both are tested against (tests/kernels/backend_test.cpp).
+// holds the plain loops both are tested against, case by case (tests/kernels/op_cases.h).
 //
-// Adding an op: one entry in its group's list, its two bodies, one test case.
+// Adding an op: one entry in its group's list, its two bodies, one case in op_cases.h.
 //
 // Conventions, on both backends:
 //  - pointers live on the context's backend (host memory on the CPU, device memory on CUDA);
