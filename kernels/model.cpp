@@ -533,6 +533,11 @@ const float* LineRefiner::last_prediction() const {
   return impl_->reg_act.back();
 }
 
+const int32_t* LineRefiner::last_argmax() const {
+  if (impl_->last_B == 0) fail("LineRefiner", "no forward pass has run yet");
+  return impl_->argmax;
+}
+
 int64_t LineRefiner::last_compact_rows() const {
   if (impl_->last_U < 0) fail("LineRefiner", "no forward_backward has run yet");
   return impl_->last_U;

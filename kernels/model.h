@@ -142,6 +142,9 @@ class LineRefiner {
   // pred_offset [B,L,out] in backend memory (nullable: read last_prediction()).
   void forward(const float* context, const float* noisy_line, int B, int P, int L, float* pred_offset);
   const float* last_prediction() const;  // backend memory, [B,L,out] of the last forward
+  // Backend memory, [B,G] of the last forward: the point of each encoder channel's maximum (the
+  // first one attaining it), for checks against other implementations of the max.
+  const int32_t* last_argmax() const;
   // Compact encoder rows of the last forward_backward: the distinct argmax rows of active
   // channels on the CPU; the padded capacity on CUDA (host read; CUDA waits).
   int64_t last_compact_rows() const;
