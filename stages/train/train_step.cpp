@@ -202,7 +202,7 @@ class TrainStep : public Stage {
     if (b->device) {
       // A batch in a ring slot (a GPU's; the host ring of the tests): the same calls on both.
       TraceScope ts(ctx.trace, "train.step.enqueue", "compute");
-      auto& h = *static_cast<DeviceBatchHandle*>(b->device.get());
+      DeviceBatchHandle& h = *b->device;
       const DeviceBatch& d = *h.batch;
       // On this thread and the model's own stream: nothing is enqueued on a stream another
       // thread could be capturing, and the wait is a live dependency, not part of the graph.
@@ -295,7 +295,7 @@ class TrainStep : public Stage {
     TraceScope ts(ctx.trace, "train.forward_backward", "compute");
     float loss = NAN;
     if (b.device) {
-      auto& h = *static_cast<DeviceBatchHandle*>(b.device.get());
+      DeviceBatchHandle& h = *b.device;
       const DeviceBatch& d = *h.batch;
       void* st = model_->context().stream;
       h.wait_copied(st);
@@ -467,7 +467,7 @@ class TrainStep : public Stage {
     (void)ctx;
     throw Error("train_step on " + backend_.name() + ": this build has no CUDA backend");
 #else
-    auto* h = static_cast<const DeviceBatchHandle*>(first.device.get());
+    const DeviceBatchHandle* h = first.device.get();
     if (!h) throw Error("train_step on a GPU needs batches from a to_device stage (none before it?)");
     ring_ = h->ring;
     MemoryPlan plan = plan_memory(cfg_, B, P, L, ring_->slots(), 0);
