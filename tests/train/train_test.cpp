@@ -18,6 +18,7 @@
 #include "kernels/checkpoint.h"
 #include "kernels/safetensors.h"
 #include "stages/geometry/perturb.h"
+#include "stages/geometry/polyline.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"
 #include "stages/train/infer.h"
