@@ -12,6 +12,7 @@
 #include "fuzz/targets.h"
 #include "graph/atomic_file.h"
 #include "kernels/adam.h"
+#include "stages/io/lzf.h"
 
 namespace fs = std::filesystem;
 using namespace sl;
