@@ -22,6 +22,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <random>
 #include <sstream>
 #include <string>
@@ -45,6 +46,9 @@ struct Row {
            (f64 ? "fp64" : precision_name(precision));
   }
 };
+
+// How GoogleTest prints a row (test names, ctest's listing).
+inline void PrintTo(const Row& r, std::ostream* os) { *os << r.name(); }
 
 inline std::vector<Row> op_rows() {
   std::vector<Row> rows;
