@@ -65,7 +65,8 @@ TEST_P(OpCases, EveryCaseMatchesItsReference) {
         EXPECT_NE(r.status, CaseResult::Failed) << describe(r);
       }
     }
-    GTEST_SKIP() << (st.kind == RowStatus::Unsupported ? "unsupported: " : "skipped: ") << st.why;
+    GTEST_SKIP() << (st.kind == RowStatus::Unsupported ? "unsupported: " : "skipped: ") << st.why
+                 << (st.refusal.empty() ? "" : " (every op refuses it, saying '" + st.refusal + "')");
   }
   test::RowContext rc(row);
   uint32_t seed = 100;
