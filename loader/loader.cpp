@@ -9,6 +9,7 @@
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "graph/json_depth.h"
 #include "graph/registry.h"
 
 namespace sl {
@@ -154,6 +155,7 @@ SL_REGISTER_STAGES(register_loader_sink);
 // ends in a sink, or in something other than batches, is refused with a reason; text that does
 // not parse is returned as it is, for parse_pipeline to report (file:line:column).
 std::string with_loader_sink(const std::string& text, const std::string& path) {
+  if (json_depth_exceeded_at(text) >= 0) return text;  // parse_pipeline says where
   rapidjson::Document doc;
   doc.Parse<rapidjson::kParseCommentsFlag>(text.c_str(), text.size());
   if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("stages") || !doc["stages"].IsArray() ||

@@ -12,6 +12,7 @@
 
 #include "graph/engine.h"
 #include "graph/error.h"
+#include "graph/json_depth.h"
 #include "graph/spec.h"
 #include "kernels/checkpoint.h"
 #include "stages/batching/batch.h"
@@ -125,6 +126,7 @@ void retract_live_model(const std::string& key) {
 
 std::string make_eval_pipeline(const std::string& pipeline_json, const std::string& root, const std::string& sink_id,
                                const std::string& live_key) {
+  check_json_depth(pipeline_json, "eval: the run's pipeline");
   rapidjson::Document d;
   d.Parse(pipeline_json.c_str());
   if (d.HasParseError() || !d.IsObject()) throw Error("eval: the run's pipeline JSON does not parse");

@@ -18,6 +18,7 @@
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "graph/json_depth.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
 #include "graph/trace.h"
@@ -657,6 +658,7 @@ class TrainStep : public Stage {
   // The pipeline recorded in checkpoints, without the knobs that differ between an
   // interrupted-and-resumed run and an uninterrupted one.
   std::string strip_run_specific(const std::string& json) {
+    check_json_depth(json, where_);  // the run's resolved pipeline: checked when it was read
     rapidjson::Document d;
     d.Parse(json.c_str());
     for (auto& s : d["stages"].GetArray()) {
