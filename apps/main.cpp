@@ -25,6 +25,7 @@
 #include "graph/error.h"
 #include "graph/plugin.h"
 #include "graph/spec.h"
+#include "loader/loader.h"
 #include "report/report.h"
 #include "stages/device/device.h"
 #include "stages/io/formats.h"
@@ -164,15 +165,32 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
   return r.exit_code();
 }
 
+// A pipeline that ends at its batch stage is a loader pipeline (streamline.Loader, loader/loader.h):
+// checked as the loader runs it, and said so.
 int cmd_validate(const std::string& path, const std::vector<std::string>& sets, bool print, const std::string& dot) {
   try {
-    PipelineSpec spec = load_pipeline(path, sets);
-    if (print) std::cout << spec.resolved_json(true) << "\n";
+    const std::string text = read_file(path);
+    bool loader = is_loader_pipeline(text);
+    PipelineSpec spec;
+    try {
+      spec = loader ? parse_loader_pipeline(text, path, sets) : parse_pipeline(text, path, sets);
+    } catch (const Error&) {
+      // The last stage may come from a plugin the pipeline lists, registered by the first parse.
+      if (loader || !is_loader_pipeline(text)) throw;
+      loader = true;
+      spec = parse_loader_pipeline(text, path, sets);
+    }
+    if (print) std::cout << (loader ? loader_resolved_json(spec, true) : spec.resolved_json(true)) << "\n";
     if (!dot.empty()) write_file_atomic(dot, to_dot(spec));
-    std::cerr << path << ": ok (" << spec.stages.size() << " stages";
-    for (size_t i = 0; i < spec.stages.size(); ++i)
-      std::cerr << (i ? " -> " : ": ") << spec.stages[i].id;
+    std::vector<std::string> ids;
+    for (const auto& s : spec.stages)
+      if (!loader || s.index + 1 < (int)spec.stages.size()) ids.push_back(s.id);  // not the loader's own sink
+    std::cerr << path << ": ok" << (loader ? " as a loader pipeline" : "") << " (" << ids.size() << " stages";
+    for (size_t i = 0; i < ids.size(); ++i) std::cerr << (i ? " -> " : ": ") << ids[i];
     std::cerr << ")\n";
+    if (loader)
+      std::cerr << "  it ends at '" << ids.back() << "', whose batches go to the program iterating it: streamline.Loader "
+                << "(Python) or sl::LoaderPipeline; `streamline run` needs a sink such as train_step after it\n";
     return 0;
   } catch (const Error& e) {
     std::cerr << "error: " << e.what() << "\n";

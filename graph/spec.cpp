@@ -608,9 +608,12 @@ void validate_graph(const PipelineSpec& spec) {
     for (const auto& t : spec.stages)
       for (const auto& in : t.inputs) used |= in == s.id;
     if (!used)
-      fail(P + "/stages/" + std::to_string(s.index), "the output of stage '" + s.id + "' (" +
-                                                         kind_name(s.schema->output) +
-                                                         ") goes nowhere; end the pipeline with a sink such as train_step or null_sink");
+      fail(P + "/stages/" + std::to_string(s.index),
+           "the output of stage '" + s.id + "' (" + kind_name(s.schema->output) +
+               ") goes nowhere; end the pipeline with a sink such as train_step or null_sink" +
+               (s.schema->output == Kind::Batch && s.index + 1 == (int)spec.stages.size()
+                    ? " (ending at its batch stage, it is a loader pipeline: streamline.Loader iterates it)"
+                    : ""));
   }
 }
 

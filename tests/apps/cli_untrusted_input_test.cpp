@@ -1,5 +1,6 @@
 // Files a user hands to the command line that once brought it down: JSON nested 10^5 and 10^6
-// levels deep in every reader (RapidJSON's parser recursed once per level: SIGSEGV).
+// levels deep in every reader (RapidJSON's parser recursed once per level: SIGSEGV), and the
+// shipped loader pipeline that `validate` refused.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -145,6 +146,45 @@ TEST(CliUntrusted, ReportOfARunFolderWhoseFilesNestDeepNotesEachAndWritesThePage
   EXPECT_NE(page.find(run + "/run.json: " + kDeep + "266)"), std::string::npos);
   EXPECT_NE(page.find(run + "/eval_examples.json: " + kDeep + "265)"), std::string::npos);
   EXPECT_NE(page.find("0.25"), std::string::npos) << "the good lines are drawn";
+}
+
+// Every pipeline that ships validates; the one that ends at its batch stage (what streamline.Loader
+// iterates) is said to be a loader pipeline, and `run` on it says why it cannot run alone.
+TEST(CliUntrusted, ValidateAcceptsEveryShippedPipelineAndNamesTheLoaderPipelines) {
+  test::TempDir dir;
+  int n = 0, loaders = 0;
+  for (const auto& e : fs::directory_iterator(std::string(SL_SOURCE_DIR) + "/pipelines")) {
+    if (e.path().extension() != ".json") continue;
+    ++n;
+    const std::string p = e.path().string();
+    auto r = run_cli(dir, "validate " + q(p) + " --print");
+    EXPECT_EQ(r.code, 0) << p << "\n" << r.err;
+    const bool loader = r.err.find(p + ": ok as a loader pipeline (") == 0;
+    EXPECT_TRUE(loader || r.err.find(p + ": ok (") == 0) << r.err;
+    EXPECT_EQ(r.out.find("loader_sink"), std::string::npos) << "--print shows the file's stages only";
+    if (!loader) continue;
+    ++loaders;
+    EXPECT_NE(r.err.find(" -> batch)\n  it ends at 'batch', whose batches go to the program iterating it"), std::string::npos)
+        << r.err;
+    // --print is the resolved file: itself a loader pipeline that validates the same.
+    const std::string printed = dir.write("printed.json", r.out);
+    auto again = run_cli(dir, "validate " + q(printed));
+    EXPECT_EQ(again.code, 0) << again.err;
+    EXPECT_EQ(again.err.find(printed + ": ok as a loader pipeline ("), 0u) << again.err;
+    auto ran = run_cli(dir, "run " + q(p));
+    EXPECT_EQ(ran.code, 2);
+    EXPECT_NE(ran.err.find("goes nowhere; end the pipeline with a sink such as train_step or null_sink (ending at its "
+                           "batch stage, it is a loader pipeline: streamline.Loader iterates it)"),
+              std::string::npos)
+        << ran.err;
+  }
+  EXPECT_GE(n, 7);
+  EXPECT_EQ(loaders, 1);  // pipelines/line_refine_data.json
+  // The plugin example validates with its plugin loaded.
+  const std::string example = std::string(SL_SOURCE_DIR) + "/examples/plugin/pipeline.json";
+  auto r = run_cli(dir, "validate " + q(example) + " --plugin " + q(std::string(SL_TEST_PLUGIN_DIR) + "/libsl_test_plugin.so"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find(example + ": ok (12 stages: "), 0u) << r.err;
 }
 
 }  // namespace
