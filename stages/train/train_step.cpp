@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include <rapidjson/document.h>
@@ -85,8 +84,10 @@ class TrainStep : public Stage {
     if (!live_key_.empty()) retract_live_model(live_key_);
   }
 
-  // In a data-parallel run an exception on one rank must not leave the others waiting in a
-  // collective this rank will never call: it ends the whole job at once, saying why.
+  // An exception ends the training: nothing after it is trained or saved (the last checkpoint
+  // is the place to resume from, and a file that could not be written says so). In a
+  // data-parallel run it must not leave the others waiting in a collective this rank will never
+  // call: it ends the whole job at once, saying why.
   void start(RunContext& ctx) override {
     comm_ = ctx.comm ? ctx.comm : &solo_comm();
     one_voice(ctx, [&] { start_run(ctx); });
@@ -104,11 +105,16 @@ class TrainStep : public Stage {
  private:
   template <class F>
   void one_voice(RunContext& ctx, F&& f) {
-    if (ctx.world() <= 1) return f();
     try {
       f();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "[rank %d] error: %s: %s\n", ctx.rank(), id.c_str(), e.what());
+      stopped_ = failed_ = true;
+      const std::string what = dynamic_cast<const WriteError*>(&e) ? e.what() + resume_hint(ckpt_dir_) : e.what();
+      if (ctx.world() <= 1) {
+        if (dynamic_cast<const WriteError*>(&e)) throw WriteError(what);
+        throw;
+      }
+      std::fprintf(stderr, "[rank %d] error: %s: %s\n", ctx.rank(), id.c_str(), what.c_str());
       comm_->abort(1);
     }
   }
@@ -175,8 +181,7 @@ class TrainStep : public Stage {
       fail(where_ + "/checkpoint/dir", "'" + ckpt_dir_ + "' is not writable");
     fs::path mp(metrics_path_);
     if (mp.has_parent_path()) fs::create_directories(mp.parent_path(), ec);
-    metrics_.open(metrics_path_, resume_.empty() ? std::ios::trunc : std::ios::app);
-    if (!metrics_) fail(where_ + "/log/metrics", "cannot open '" + metrics_path_ + "' for writing");
+    metrics_.open(metrics_path_, resume_.empty());
     tty_ = progress_ == "bar" || (progress_ == "auto" && ::isatty(2));
     t_start_ = now_ns();
     pipeline_for_meta_ = strip_run_specific(ctx.pipeline_json);
@@ -286,7 +291,7 @@ class TrainStep : public Stage {
     const bool reached_max = max_steps_ > 0 && step_ >= max_steps_;
     if (!eval_root_.empty() && !failed_ && (!ctx.cancelled() || reached_max)) run_eval(ctx, epoch_);
     if (step_ > 0) refresh_report(true);  // with the last evaluation (streamline run rewrites it with the stage table)
-    metrics_.flush();
+    metrics_.close();
     ctx.add_summary("metrics: " + metrics_path_);
   }
 
@@ -550,7 +555,7 @@ class TrainStep : public Stage {
     char line[512];
     std::snprintf(line, sizeof line, "{\"type\":\"train\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,\"loss_avg\":%.6g,\"samples\":%lld,\"samples_per_s\":%.1f,\"elapsed_s\":%.2f,\"lr\":%.6g}\n",
                   (long long)step, (long long)epoch_, loss, loss_avg, (long long)samples_, sps, el, (double)adam_cfg_.lr);
-    metrics_ << line;
+    metrics_.append(line);
     if (ctx_->quiet) return;
     std::string eta = "after a full epoch";
     if (steps_per_epoch_ > 0) {
@@ -596,8 +601,7 @@ class TrainStep : public Stage {
     }
     if (!err.empty()) {
       failed_ = stopped_ = true;
-      throw Error(err + " (checkpoint at step " + std::to_string(step_) + " not written; " +
-                  (last_saved_.empty() ? "no earlier checkpoint" : "the previous one, " + last_saved_ + ", is intact") + ")");
+      throw Error(err + " (checkpoint at step " + std::to_string(step_) + " not written" + resume_hint(ckpt_dir_) + ")");
     }
     if (!voice_) return;
     last_saved_ = path;
@@ -606,15 +610,19 @@ class TrainStep : public Stage {
   }
 
   // The run report (report/report.h) follows the checkpoints, so it can be reloaded while the
-  // run goes on; a report that cannot be written costs a warning, never the run. Between
+  // run goes on; a report that cannot be made costs a warning, one that cannot be written (a
+  // full disk) ends the run like a checkpoint would. The metrics so far reach the disk with each
+  // checkpoint. Between
   // checkpoints at least 20 times its drawing time passes (at most ~5% of a fast GPU run whose
   // metrics file has grown long).
   void refresh_report(bool force) {
-    metrics_.flush();
+    metrics_.sync();
     const int64_t t0 = now_ns();
     if (!force && t0 - report_done_ns_ < 20 * report_cost_ns_) return;
     try {
       report::write_report(ckpt_dir_);
+    } catch (const WriteError&) {
+      throw;
     } catch (const std::exception& e) {
       say(std::string("warning: run report not written: ") + e.what());
     }
@@ -636,14 +644,15 @@ class TrainStep : public Stage {
     examples.epoch = epoch;
     try {
       write_file_atomic(ckpt_dir_ + "/eval_examples.json", report::to_json(examples));
+    } catch (const WriteError&) {
+      throw;
     } catch (const Error& e) {
       say(std::string("warning: ") + e.what() + " (the run report will lack before/after pictures)");
     }
     char line[512];
     std::snprintf(line, sizeof line, "{\"type\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"lines\":%lld,\"mse\":%.6g,\"err_before_m\":%.6g,\"err_after_m\":%.6g,\"improved\":%.4f}\n",
                   (long long)step_, (long long)epoch, (long long)s.lines, s.mse(), s.mean_before(), s.mean_after(), s.improved_share());
-    metrics_ << line;
-    metrics_.flush();
+    metrics_.append(line);
     char msg[256];
     std::snprintf(msg, sizeof msg, "eval after epoch %lld (step %lld): %lld val lines, mean point error %.3f m -> %.3f m (%.0f%%), %.0f%% improved",
                   (long long)epoch + 1, (long long)step_, (long long)s.lines, s.mean_before(), s.mean_after(),
@@ -688,7 +697,7 @@ class TrainStep : public Stage {
   int64_t requested_step_ = 0;
   std::string precision_;
   float last_loss_ = NAN;
-  std::ofstream metrics_;
+  AppendFile metrics_;
   bool tty_ = false, stopped_ = false, failed_ = false;
   int64_t step_ = 0, first_step_ = 0, samples_ = 0, epoch_ = 0, loss_n_ = 0, steps_per_epoch_ = 0, epoch_start_step_ = 0;
   bool epoch_from_start_ = true;
