@@ -107,6 +107,8 @@ class TrainStep : public Stage {
   void one_voice(RunContext& ctx, F&& f) {
     try {
       f();
+    } catch (const Interrupted&) {  // a stop, not a failure: the final checkpoint is still due
+      throw;
     } catch (const std::exception& e) {
       stopped_ = failed_ = true;
       const std::string what = dynamic_cast<const WriteError*>(&e) ? e.what() + resume_hint(ckpt_dir_) : e.what();
