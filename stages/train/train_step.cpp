@@ -84,10 +84,10 @@ class TrainStep : public Stage {
     if (!live_key_.empty()) retract_live_model(live_key_);
   }
 
-  // An exception ends the training: nothing after it is trained or saved (the last checkpoint
-  // is the place to resume from, and a file that could not be written says so). In a
-  // data-parallel run it must not leave the others waiting in a collective this rank will never
-  // call: it ends the whole job at once, saying why.
+  // A file of the run that cannot be written (a full disk) ends the training: nothing more is
+  // trained or saved, and the error names the last checkpoint to resume from. In a data-parallel
+  // run an exception on one rank must not leave the others waiting in a collective this rank
+  // will never call: it ends the whole job at once, saying why.
   void start(RunContext& ctx) override {
     comm_ = ctx.comm ? ctx.comm : &solo_comm();
     one_voice(ctx, [&] { start_run(ctx); });
@@ -105,20 +105,20 @@ class TrainStep : public Stage {
  private:
   template <class F>
   void one_voice(RunContext& ctx, F&& f) {
+    std::string what;
     try {
       f();
-    } catch (const Interrupted&) {  // a stop, not a failure: the final checkpoint is still due
-      throw;
-    } catch (const std::exception& e) {
+      return;
+    } catch (const WriteError& e) {
       stopped_ = failed_ = true;
-      const std::string what = dynamic_cast<const WriteError*>(&e) ? e.what() + resume_hint(ckpt_dir_) : e.what();
-      if (ctx.world() <= 1) {
-        if (dynamic_cast<const WriteError*>(&e)) throw WriteError(what);
-        throw;
-      }
-      std::fprintf(stderr, "[rank %d] error: %s: %s\n", ctx.rank(), id.c_str(), what.c_str());
-      comm_->abort(1);
+      what = e.what() + resume_hint(ckpt_dir_);
+      if (ctx.world() <= 1) throw WriteError(what);
+    } catch (const std::exception& e) {
+      if (ctx.world() <= 1) throw;
+      what = e.what();
     }
+    std::fprintf(stderr, "[rank %d] error: %s: %s\n", ctx.rank(), id.c_str(), what.c_str());
+    comm_->abort(1);
   }
 
   void start_run(RunContext& ctx) {
@@ -635,6 +635,7 @@ class TrainStep : public Stage {
   void run_eval(RunContext& ctx, int64_t epoch) {
     TraceScope ts(ctx.trace, "train.eval", "eval");
     sync_host(epoch);
+    say("evaluating on " + eval_root_ + " after epoch " + std::to_string(epoch + 1) + " (step " + std::to_string(step_) + ")");
     EvalOutcome r = evaluate_live_model(ctx, eval_root_, id, live_key_);
     if (r.interrupted) {
       say("evaluation interrupted");
