@@ -68,7 +68,7 @@ TEST(CliInterrupt, CtrlCDuringEvaluationStopsItWithinASecondAndAResumeContinuesE
   ASSERT_TRUE(evaluating) << log;
   ASSERT_TRUE(stopped) << log;
   EXPECT_LT(stop_s, 1.0) << log;
-  EXPECT_LT(exit_s, 3.0) << log;
+  EXPECT_LT(exit_s, 10.0) << log;  // the batches in flight are trained, the checkpoint and report written
   EXPECT_EQ(signal, 0);
   EXPECT_EQ(code, 130) << log;
   EXPECT_EQ(log.find("eval after epoch 1"), std::string::npos) << "the evaluation ran to its end\n" << log;
