@@ -1,7 +1,6 @@
 // The CLI as a user runs it, for the tests of tests/apps: the built binary (SL_CLI_PATH) in a
 // shell or as a child process, its exit and its output.
 #pragma once
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
