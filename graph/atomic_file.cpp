@@ -120,9 +120,11 @@ void AppendFile::open(const std::string& path, bool truncate) {
     fail_write(path, "cannot stat", e);
   }
   // A line cut short by a run killed while writing it is dropped: the next line starts a line
-  // of its own instead of continuing it.
-  const off_t size = through_last_newline(fd, sb.st_size);
-  if (size < sb.st_size && ::ftruncate(fd, size) != 0) {
+  // of its own instead of continuing it. Not a regular file (/dev/null, a pipe): written as it
+  // comes, neither cut nor fsync'ed.
+  regular_ = S_ISREG(sb.st_mode);
+  const off_t size = regular_ ? through_last_newline(fd, sb.st_size) : 0;
+  if (regular_ && size < sb.st_size && ::ftruncate(fd, size) != 0) {
     const int e = errno;
     ::close(fd);
     fail_write(path, "cannot cut its unfinished last line", e);
@@ -135,28 +137,31 @@ void AppendFile::append(std::string_view line) {
   if (fd_ < 0) throw Error(path_ + ": not open for writing");
   size_t done = 0;
   while (done < line.size()) {
-    const ssize_t w = ::pwrite(fd_, line.data() + done, line.size() - done, size_ + (off_t)done);
+    const ssize_t w = regular_ ? ::pwrite(fd_, line.data() + done, line.size() - done, size_ + (off_t)done)
+                               : ::write(fd_, line.data() + done, line.size() - done);
     if (w > 0) {
       done += (size_t)w;
       continue;
     }
     if (w < 0 && errno == EINTR) continue;
     const int e = w < 0 ? errno : EIO;
-    [[maybe_unused]] const int cut = ::ftruncate(fd_, size_);  // the part written is taken back
+    if (regular_) {
+      [[maybe_unused]] const int cut = ::ftruncate(fd_, size_);  // the part written is taken back
+    }
     fail_write(path_, "write failed", e);
   }
   size_ += (off_t)done;
 }
 
 void AppendFile::sync() {
-  if (fd_ >= 0 && ::fsync(fd_) != 0) fail_write(path_, "fsync failed", errno);
+  if (fd_ >= 0 && regular_ && ::fsync(fd_) != 0) fail_write(path_, "fsync failed", errno);
 }
 
 void AppendFile::close() {
   if (fd_ < 0) return;
   const int fd = fd_;
   fd_ = -1;
-  if (::fsync(fd) != 0) {
+  if (regular_ && ::fsync(fd) != 0) {
     const int e = errno;
     ::close(fd);
     fail_write(path_, "fsync failed", e);

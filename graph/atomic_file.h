@@ -44,6 +44,7 @@ class AppendFile {
   std::string path_;
   int fd_ = -1;
   off_t size_ = 0;
+  bool regular_ = true;
 };
 
 }  // namespace sl

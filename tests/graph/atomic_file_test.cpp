@@ -132,6 +132,17 @@ TEST(AppendFile, OnAFullDeviceTheErrorIsNoSpaceLeft) {
   }
 }
 
+// Not a regular file (train.log.metrics=/dev/null): written without fsync, which such files refuse.
+TEST(AppendFile, ToDevNullLinesGoAndSyncAndCloseSucceed) {
+  if (!fs::exists("/dev/null")) GTEST_SKIP() << "no /dev/null";
+  AppendFile f;
+  f.open("/dev/null", false);
+  for (int i = 0; i < 3; ++i) f.append("{\"step\":1}\n");
+  EXPECT_NO_THROW(f.sync());
+  EXPECT_NO_THROW(f.close());
+  EXPECT_FALSE(f.is_open());
+}
+
 // A run killed while writing a line left it unfinished: the next run that appends drops it, so
 // its first line does not continue the broken one; whole lines before it stay.
 TEST(AppendFile, AppendingDropsAnUnfinishedLastLineAndKeepsTheWholeOnes) {
