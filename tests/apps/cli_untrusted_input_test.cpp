@@ -107,11 +107,13 @@ TEST(CliUntrusted, InferAndResumeRefuseCheckpointsWhoseHeaderOrRecordedPipelineN
     write_file_atomic(f, safetensors_with_header("{\"a\": " + brackets(levels) + "}"));
     cases.push_back({f, f + ": JSON header " + kDeep.substr(5) + "269)"});
   }
-  StFile rec;
-  rec.metadata["pipeline"] = "{\"stages\": " + brackets(100000) + "}";
-  const std::string recorded = dir.path("recorded.safetensors");
-  write_safetensors(recorded, rec);
-  cases.push_back({recorded, recorded + ": __metadata__/pipeline:1:267: " + kDeep + "266)"});
+  for (int levels : {100000, 1000000}) {
+    StFile rec;
+    rec.metadata["pipeline"] = "{\"stages\": " + brackets(levels) + "}";
+    const std::string recorded = dir.path("recorded_" + std::to_string(levels) + ".safetensors");
+    write_safetensors(recorded, rec);
+    cases.push_back({recorded, recorded + ": __metadata__/pipeline:1:267: " + kDeep + "266)"});
+  }
   for (const auto& k : cases) {
     auto r = run_cli(dir, "infer --checkpoint " + q(k.file) + " --cloud " + q(cloud) + " --out " + q(dir.path("out.json")));
     EXPECT_EQ(r.code, 1) << k.file << r.err;
@@ -133,19 +135,21 @@ TEST(CliUntrusted, ReportOfARunFolderWhoseFilesNestDeepNotesEachAndWritesThePage
   test::TempDir dir;
   const std::string run = dir.path("run");
   fs::create_directories(run);
-  write_file_atomic(run + "/metrics.jsonl",
-                    "{\"type\":\"train\",\"step\":10,\"epoch\":0,\"loss\":0.5,\"loss_avg\":0.5,\"samples\":640}\n"
-                    "{\"type\":\"train\",\"step\":20,\"deep\":" + brackets(100000) + "}\n"
-                    "{\"type\":\"train\",\"step\":30,\"epoch\":0,\"loss\":0.25,\"loss_avg\":0.3,\"samples\":1920}\n");
-  write_file_atomic(run + "/run.json", "{\"status\": " + brackets(1000000) + "}");
-  write_file_atomic(run + "/eval_examples.json", "{\"lines\": " + brackets(100000) + "}");
-  auto r = run_cli(dir, "report " + q(run));
-  ASSERT_EQ(r.code, 0) << r.err;
-  const std::string page = read_file(run + "/report.html");
-  EXPECT_NE(page.find(run + "/metrics.jsonl:2: JSON nested deeper than 256 levels"), std::string::npos);
-  EXPECT_NE(page.find(run + "/run.json: " + kDeep + "266)"), std::string::npos);
-  EXPECT_NE(page.find(run + "/eval_examples.json: " + kDeep + "265)"), std::string::npos);
-  EXPECT_NE(page.find("0.25"), std::string::npos) << "the good lines are drawn";
+  for (int levels : {100000, 1000000}) {
+    write_file_atomic(run + "/metrics.jsonl",
+                      "{\"type\":\"train\",\"step\":10,\"epoch\":0,\"loss\":0.5,\"loss_avg\":0.5,\"samples\":640}\n"
+                      "{\"type\":\"train\",\"step\":20,\"deep\":" + brackets(levels) + "}\n"
+                      "{\"type\":\"train\",\"step\":30,\"epoch\":0,\"loss\":0.25,\"loss_avg\":0.3,\"samples\":1920}\n");
+    write_file_atomic(run + "/run.json", "{\"status\": " + brackets(levels) + "}");
+    write_file_atomic(run + "/eval_examples.json", "{\"lines\": " + brackets(levels) + "}");
+    auto r = run_cli(dir, "report " + q(run));
+    ASSERT_EQ(r.code, 0) << levels << r.err;
+    const std::string page = read_file(run + "/report.html");
+    EXPECT_NE(page.find(run + "/metrics.jsonl:2: JSON nested deeper than 256 levels"), std::string::npos) << levels;
+    EXPECT_NE(page.find(run + "/run.json: " + kDeep + "266)"), std::string::npos) << levels;
+    EXPECT_NE(page.find(run + "/eval_examples.json: " + kDeep + "265)"), std::string::npos) << levels;
+    EXPECT_NE(page.find("0.25"), std::string::npos) << "the good lines are drawn";
+  }
 }
 
 // Every pipeline that ships validates; the one that ends at its batch stage (what streamline.Loader
