@@ -4,7 +4,6 @@
 // organized clouds with NaN, CRLF headers). Usage: fuzz_seeds <out>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <random>
 #include <string>
@@ -23,7 +22,7 @@ std::string g_out;
 
 void save(const std::string& target, const std::string& name, const std::string& bytes) {
   fs::create_directories(g_out + "/" + target);
-  std::ofstream(g_out + "/" + target + "/" + name, std::ios::binary) << bytes;
+  write_file_atomic(g_out + "/" + target + "/" + name, bytes);  // checked: a seed lost to a full disk is an error
   if (target == "pcd") save("inspect", name, bytes);  // inspect reads PCDs its own way
 }
 
@@ -151,6 +150,27 @@ void ply_seeds() {
        "0 0 0 1\n1 0 0 2\n0 1 0 3\n3 0 1 2\n");
 }
 
+// JSON nested 10^5 levels deep (200 KB): RapidJSON's parser, the DOM's writer and CopyFrom recurse
+// once per level, so this overflowed the stack of every JSON reader until graph/json_depth.h
+// (issue 26). Inputs a few KB long never reach that depth; this seed makes every run start with
+// one, and lets libFuzzer's length limit (the largest seed's size by default) reach it.
+std::string deep(const std::string& before, const std::string& after, char open = '[') {
+  constexpr size_t kLevels = 100000;
+  const char close = open == '[' ? ']' : '}';
+  std::string s = before;
+  for (size_t i = 0; i < kLevels; ++i) s += open == '[' ? "[" : "{\"a\":";
+  if (open == '{') s += "1";
+  s.append(kLevels, close);
+  return s + after;
+}
+
+// A safetensors file whose whole header is `header`.
+std::string safetensors_header_only(const std::string& header) {
+  std::string s;
+  put(s, uint64_t(header.size()));
+  return s + header;
+}
+
 void lines_seeds() {
   const std::string tmp = fuzz::scratch_dir() + "/seed.json";
   LinesFile lf;
@@ -164,6 +184,8 @@ void lines_seeds() {
        R"({"frame": "f", "meta": {"tool": "x", "v": [1, 2.5e3, null, true]}, "lines": [)"
        R"({"id": -3, "category": "curb", "attrs": {"h": 0.1}, "points": [[0, 0, 0], [1e2, -1E-3, 7]]}]})");
   save("lines_json", "empty_lines", R"({"frame": "f", "lines": []})");
+  save("lines_json", "deep_lines_array", deep(R"({"frame": "f", "lines": )", "}"));
+  save("lines_json", "deep_points_objects", deep(R"({"frame": "f", "lines": [{"id": 0, "category": "curb", "points": )", "}]}", '{'));
 }
 
 void pipeline_seeds() {
@@ -174,6 +196,9 @@ void pipeline_seeds() {
          text + "\x01" "crop.radius=1.5\x01" "epochs=3\x01" "train.optimizer.lr=0.001\x01" "read.threads=4\x01" "seed=\"x\"");
   }
   save("pipeline", "fuzz_train.json", fuzz::train_pipeline("resume", "a.safetensors", "run"));
+  save("pipeline", "deep_stages.json", deep(R"({"name": "deep", "stages": )", "}"));
+  save("pipeline", "deep_set_value.json",
+       read_file(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json") + "\x01" + deep("crop.radius=", ""));
 }
 
 void checkpoint_seeds() {
@@ -198,6 +223,9 @@ void checkpoint_seeds() {
   save("checkpoint", "with_adam", read_file(tmp));
   save_checkpoint(tmp, model, nullptr, {{"pipeline", resolved}});
   save("checkpoint", "weights_only", read_file(tmp));
+  save("checkpoint", "deep_header", safetensors_header_only(deep(R"({"__metadata__": {"step": "1"}, "w": )", "}", '{')));
+  save_checkpoint(tmp, model, nullptr, {{"pipeline", deep(R"({"name": "x", "stages": )", "}")}});
+  save("checkpoint", "deep_recorded_pipeline", read_file(tmp));
 }
 
 void samples_seeds() {
@@ -223,6 +251,7 @@ void samples_seeds() {
   }
   w.write(tmp, {{"seed", "42"}, {"pipeline", "{}"}});
   save("samples", "three_samples", read_file(tmp));
+  save("samples", "deep_header", safetensors_header_only(deep(R"({"context": )", "}")));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "graph/json_depth.h"
 #include "graph/plugin.h"
 
 namespace sl {
@@ -219,7 +220,11 @@ static void apply_override(rapidjson::Document& doc, const std::string& ov) {
   std::string lhs = ov.substr(0, eq), rhs = ov.substr(eq + 1);
   auto& a = doc.GetAllocator();
   rapidjson::Document val(&a);
-  val.Parse(rhs.c_str());
+  // The iterative parser does not recurse, so text that is not JSON, however deep, stays a
+  // string; JSON nested too deep to copy (CopyFrom recurses) is no param's value: refused.
+  val.Parse<rapidjson::kParseIterativeFlag>(rhs.c_str());
+  if (!val.HasParseError() && json_depth_exceeded_at(rhs) >= 0)
+    throw Error("--set " + lhs + "=...: the value is JSON nested deeper than " + std::to_string(kJsonMaxDepth) + " levels");
   Value v;
   if (val.HasParseError()) v.SetString(rhs.c_str(), a);
   else v.CopyFrom(val, a);
@@ -300,6 +305,12 @@ PipelineSpec parse(const std::string& text, const std::string& path, const std::
   spec.source_path = path;
   spec.doc = std::make_shared<rapidjson::Document>();
   auto& doc = *spec.doc;
+  if (const int64_t deep = json_depth_exceeded_at(text); deep >= 0) {
+    size_t line, col;
+    line_col(text, (size_t)deep, &line, &col);
+    throw Error(path + ":" + std::to_string(line) + ":" + std::to_string(col) + ": JSON nested deeper than " +
+                std::to_string(kJsonMaxDepth) + " levels (byte " + std::to_string(deep) + ")");
+  }
   doc.Parse<rapidjson::kParseCommentsFlag>(text.c_str(), text.size());
   if (doc.HasParseError()) {
     size_t line, col;
@@ -597,9 +608,12 @@ void validate_graph(const PipelineSpec& spec) {
     for (const auto& t : spec.stages)
       for (const auto& in : t.inputs) used |= in == s.id;
     if (!used)
-      fail(P + "/stages/" + std::to_string(s.index), "the output of stage '" + s.id + "' (" +
-                                                         kind_name(s.schema->output) +
-                                                         ") goes nowhere; end the pipeline with a sink such as train_step or null_sink");
+      fail(P + "/stages/" + std::to_string(s.index),
+           "the output of stage '" + s.id + "' (" + kind_name(s.schema->output) +
+               ") goes nowhere; end the pipeline with a sink such as train_step or null_sink" +
+               (s.schema->output == Kind::Batch && s.index + 1 == (int)spec.stages.size()
+                    ? " (ending at its batch stage, it is a loader pipeline: streamline.Loader iterates it)"
+                    : ""));
   }
 }
 

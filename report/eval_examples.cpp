@@ -6,6 +6,7 @@
 #include <rapidjson/document.h>
 
 #include "graph/error.h"
+#include "graph/json_depth.h"
 #include "kernels/line_error.h"
 
 namespace sl::report {
@@ -85,6 +86,7 @@ std::string to_json(const EvalExamples& e) {
 }
 
 EvalExamples parse_eval_examples(const std::string& text, const std::string& path) {
+  check_json_depth(text, path);
   rapidjson::Document d;
   d.Parse(text.c_str(), text.size());
   if (d.HasParseError() || !d.IsObject()) fail(path, "not a JSON object (a file cut short?)");

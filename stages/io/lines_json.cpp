@@ -12,6 +12,7 @@
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "graph/json_depth.h"
 
 namespace sl {
 
@@ -94,6 +95,8 @@ struct ExactNumbers {
 
 LinesFile parse_lines_json(const std::string& text, const std::string& path, const std::vector<std::string>& categories,
                            int64_t max_points_per_line) {
+  // The reader (SAX) recurses once per level as the DOM would: a deep file is refused first.
+  check_json_depth(text, path);
   rapidjson::Document doc;
   rapidjson::ParseResult res;
   auto generate = [&](rapidjson::Document& d) {

@@ -12,6 +12,7 @@
 
 #include "graph/engine.h"
 #include "graph/error.h"
+#include "graph/json_depth.h"
 #include "graph/spec.h"
 #include "kernels/checkpoint.h"
 #include "stages/batching/batch.h"
@@ -60,9 +61,16 @@ class EvalStep : public Stage {
     if (!ctx.quiet) std::fprintf(stderr, "eval_step: %s\n", path.c_str());
     model_ = owned_.get();
   }
-  void process(Item in, const Position&, Emitter&, RunContext&) override {
+  void process(Item in, const Position&, Emitter&, RunContext& ctx) override {
     const auto& b = std::get<std::shared_ptr<Batch>>(in);
     if (!b->slot) throw Error("eval_step reads batches on the host; run its pipeline with \"device\": \"cpu\"");
+    // After Ctrl-C the batches still in flight are not scored: the numbers of an interrupted
+    // evaluation are not the split's (a training run drops them), and scoring up to in_flight
+    // scenes' worth of samples held the stop for seconds.
+    if (ctx.cancelled() || (ctx.interrupt && ctx.interrupt->load())) {
+      interrupted_ = true;
+      return;
+    }
     const auto& ctxt = b->tensor("context");
     const int B = (int)b->size, P = (int)ctxt.shape[1], C = (int)ctxt.shape[2];
     const int L = (int)b->tensor("noisy_line").shape[1];
@@ -89,9 +97,10 @@ class EvalStep : public Stage {
     const RefineStats& s = out_.stats;
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "eval: %lld lines, mse %.5f, mean point error %.3f m -> %.3f m (%.0f%% of the noisy input), %.0f%% "
+                  "eval%s: %lld lines, mse %.5f, mean point error %.3f m -> %.3f m (%.0f%% of the noisy input), %.0f%% "
                   "of lines improved",
-                  (long long)s.lines, s.mse(), s.mean_before(), s.mean_after(),
+                  interrupted_ ? " (interrupted: the lines scored before the stop)" : "", (long long)s.lines, s.mse(),
+                  s.mean_before(), s.mean_after(),
                   s.mean_before() > 0 ? 100 * s.mean_after() / s.mean_before() : 0.0, 100 * s.improved_share());
     ctx.add_summary(buf);
     if (!is_live_key(model_key_)) return;  // a checkpoint's evaluation is its summary line
@@ -105,6 +114,7 @@ class EvalStep : public Stage {
   std::unique_ptr<LineRefiner> owned_;
   std::vector<float> pred_;
   EvalOutcome out_;
+  bool interrupted_ = false;
 };
 
 }  // namespace
@@ -125,6 +135,7 @@ void retract_live_model(const std::string& key) {
 
 std::string make_eval_pipeline(const std::string& pipeline_json, const std::string& root, const std::string& sink_id,
                                const std::string& live_key) {
+  check_json_depth(pipeline_json, "eval: the run's pipeline");
   rapidjson::Document d;
   d.Parse(pipeline_json.c_str());
   if (d.HasParseError() || !d.IsObject()) throw Error("eval: the run's pipeline JSON does not parse");

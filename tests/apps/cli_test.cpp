@@ -23,6 +23,7 @@
 #include "stages/io/kitti.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"
+#include "tests/apps/cli_util.h"
 #include "tests/io/io_test_util.h"
 
 namespace sl {
@@ -30,24 +31,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
-// Runs `streamline <args>` with stdout and stderr captured into files of `dir`.
-Ran run_cli(const test::TempDir& dir, const std::string& args) {
-  const std::string out = dir.path("stdout.txt"), err = dir.path("stderr.txt");
-  const std::string cmd = std::string("'") + SL_CLI_PATH + "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int st = std::system(cmd.c_str());
-  Ran r;
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = read_file(out);
-  r.err = read_file(err);
-  return r;
-}
-
-std::string q(const std::string& s) { return "'" + s + "'"; }
+using test::q;
+using test::run_cli;
 
 TEST(Cli, GenDataWritesTheScenesAndSaysWhatItWrote) {
   test::TempDir dir;
