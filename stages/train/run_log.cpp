@@ -75,6 +75,8 @@ void RunLog::train_line(int64_t logged_step, int64_t step, int64_t epoch, int64_
   std::snprintf(line, sizeof line, "{\"type\":\"train\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,\"loss_avg\":%.6g,\"samples\":%lld,\"samples_per_s\":%.1f,\"elapsed_s\":%.2f,\"lr\":%.6g}\n",
                 (long long)logged_step, (long long)epoch, loss, mean, (long long)samples, sps, el, lr_);
   metrics_.append(line);
+  loss_sum_ = 0;
+  loss_n_ = 0;
   if (quiet_) return;
   std::string eta = "after a full epoch";
   if (steps_per_epoch_ > 0) {
@@ -86,8 +88,6 @@ void RunLog::train_line(int64_t logged_step, int64_t step, int64_t epoch, int64_
                 (long long)epoch + 1, (long long)epochs_, (long long)logged_step, sps, loss, mean, eta.c_str());
   if (tty_) std::fprintf(stderr, "\r\033[K%s", line);
   else std::fprintf(stderr, "%s\n", line);
-  loss_sum_ = 0;
-  loss_n_ = 0;
 }
 
 std::string RunLog::eval(int64_t step, int64_t epoch, const RefineStats& s) {
