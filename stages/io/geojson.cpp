@@ -136,6 +136,7 @@ struct Reader {
       for (rapidjson::SizeType k = 0; k < pos.Size(); ++k) {
         const Value& v = pos[k];
         if (!v.IsNumber()) w.bad(pp + "/" + std::to_string(k), std::string("expected a number, found ") + type_name(v));
+        if (w.next >= w.spans.size()) w.bad(pp, "internal: the numbers' positions are out of step");
         if (k < 3) {
           s.raw[k] = v.GetDouble();
           s.raw_at[k] = w.spans[w.next];
@@ -193,7 +194,8 @@ struct Reader {
   void feature(const Value& f, int64_t index, const std::string& ptr) {
     if (!f.IsObject()) w.bad(ptr, std::string("expected a Feature object, found ") + type_name(f));
     auto t = f.FindMember("type");
-    if (t == f.MemberEnd() || !t->value.IsString() || std::string_view(t->value.GetString()) != "Feature")
+    if (t == f.MemberEnd() || !t->value.IsString() ||
+        std::string_view(t->value.GetString(), t->value.GetStringLength()) != "Feature")
       w.bad(ptr, "expected \"type\": \"Feature\"");
     const Value* props = nullptr;
     if (auto p = f.FindMember("properties"); p != f.MemberEnd() && !p->value.IsNull()) {
@@ -225,7 +227,7 @@ std::string crs_name(const Value& root, const std::string& path) {
   auto p = crs.FindMember("properties");
   if (t == crs.MemberEnd() || !t->value.IsString() || p == crs.MemberEnd() || !p->value.IsObject())
     bad("expected {\"type\": \"name\", \"properties\": {\"name\": ...}}");
-  const std::string type = t->value.GetString();
+  const std::string type(t->value.GetString(), t->value.GetStringLength());
   if (type == "name") {
     auto n = p->value.FindMember("name");
     if (n == p->value.MemberEnd() || !n->value.IsString()) bad("a named crs needs properties.name (a string)");
@@ -268,7 +270,7 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
   if (!doc.IsObject()) r.w.bad("", std::string("expected a GeoJSON object, found ") + type_name(doc));
   auto t = doc.FindMember("type");
   if (t == doc.MemberEnd() || !t->value.IsString()) r.w.bad("", "a GeoJSON object needs a \"type\" string");
-  const std::string type = t->value.GetString();
+  const std::string type(t->value.GetString(), t->value.GetStringLength());
   if (type == "FeatureCollection") {
     bool seen = false;
     for (const auto& m : doc.GetObject()) {
