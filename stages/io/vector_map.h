@@ -7,6 +7,20 @@
 //       model's offsets per piece --vertex_displacements (stages/geometry/line_offsets.h)--> per line
 //       per line --MapEdit::propose--> per vertex (shared nodes averaged) --write_vector_map--> same format
 //
+// For the pipeline stage that feeds a map to training and `infer` (the calls, in order):
+//   VectorMap map = read_vector_map(path, options);              // once per map, shared by all tiles
+//   for each line l with category_matches(map.lines[l].category, wanted):
+//     match it to the clouds it lies on (map.lines[l].points are world double), then
+//     Polyline p = local_polyline(map, l, cloud_origin);        // float32, id = l
+//     ... split_lines / crop / model as for a lines JSON ...
+//   per refined line l (infer): the piece ranges piece_ranges(arc_lengths(points).back(), max_length)
+//     (split_polyline's cuts), per piece the model's L offsets (refined - given point, in world axes:
+//     a translation-free difference, so local == world) -> uniform_piece(s0, s1, offsets);
+//     std::vector<int> covered;
+//     auto d = vertex_displacements(map.lines[l].points, pieces, &covered);
+//     edit.propose(l, d, &covered);                              // MapEdit edit(map), one per map
+//   write_vector_map(out_path, map, edit.displacements());       // same format, atomically
+//
 // Identity: Lanelet2: the way id (MapLine::id; part 0), vertices are nodes (VectorMap::vertices,
 // shared between ways). GeoJSON: the feature's index in the file (0-based; a bare geometry or
 // Feature is feature 0) and, for a MultiLineString, the part index; vertices are positions (never
