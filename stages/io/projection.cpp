@@ -3,7 +3,9 @@
 #include <proj.h>
 
 #include <cstdio>
+#include <map>
 #include <mutex>
+#include <optional>
 
 #include "graph/error.h"
 
@@ -98,6 +100,42 @@ std::string proj_error(PJ_CONTEXT* ctx) {
 
 }  // namespace
 
+namespace {
+
+// PROJ objects by their definition, shared (a Projection is safe to share: calls are serialized).
+// Opening a CRS reads PROJ's database (about a millisecond); a map, or a fuzzer, asks for the same
+// few again and again. Failures are kept too (as their reason). Bounded: cleared at 64 entries.
+struct Cached {
+  std::optional<Projection> projection;
+  std::string error;
+};
+template <class Make>
+Projection cached(const std::string& key, const std::string& where, Make make) {
+  static std::mutex mu;
+  static auto* cache = new std::map<std::string, Cached>();  // leaked: used until the very end
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache->find(key);
+    if (it != cache->end()) {
+      if (it->second.projection) return *it->second.projection;
+      fail(where, it->second.error);
+    }
+  }
+  Cached c;
+  try {
+    c.projection = make();
+  } catch (const Error& e) {
+    c.error = e.what();
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache->size() >= 64) cache->clear();
+  cache->emplace(key, c);
+  if (!c.projection) fail(where, c.error);
+  return *c.projection;
+}
+
+}  // namespace
+
 Projection Projection::make(const ProjectionSpec& spec, std::optional<std::array<double, 2>> reference,
                             const std::string& where) {
   check_projection_spec(spec, where);
@@ -106,10 +144,21 @@ Projection Projection::make(const ProjectionSpec& spec, std::optional<std::array
   std::optional<std::array<double, 2>> ref = reference;
   if (spec.has_origin()) ref = std::array<double, 2>{spec.origin_lat, spec.origin_lon};
 
-  auto impl = new_impl(where);
   // Input (lat, lon) in degrees -> radians -> the projection; PROJ strings of operations need no
   // database (proj.db), so these kinds work wherever libproj does.
   std::string def = "+proj=pipeline +step +proj=axisswap +order=2,1 +step +proj=unitconvert +xy_in=deg +xy_out=rad ";
+  std::string description;
+  auto of_def = [&](const std::string& d, const std::string& name) {
+    return cached(d + "|" + name, where, [&] {
+      auto impl = new_impl(where);
+      impl->description = name;
+      impl->pj = proj_create(impl->ctx, d.c_str());
+      if (!impl->pj) throw Error("PROJ: " + proj_error(impl->ctx) + " (" + d + ")");
+      Projection p;
+      p.impl_ = std::move(impl);
+      return p;
+    });
+  };
   if (spec.kind == "utm" || spec.kind == "mgrs") {
     int zone = spec.utm_zone;
     bool south = spec.hemisphere == "south";
@@ -125,39 +174,40 @@ Projection Projection::make(const ProjectionSpec& spec, std::optional<std::array
     const std::string name = "UTM zone " + std::to_string(zone) + (south ? "S" : "N") + " (EPSG:" +
                              std::to_string((south ? 32700 : 32600) + zone) + ")";
     def += "+step +proj=utm +zone=" + std::to_string(zone) + (south ? " +south" : "") + " +ellps=WGS84";
-    impl->description = name;
+    description = name;
     if (spec.kind == "mgrs") {
       if (!ref) fail(where, "projection mgrs: no origin and no lat/lon to choose the 100 km square from");
       // The square of the reference point: one offset for the whole map (see the header).
-      impl->pj = proj_create(impl->ctx, def.c_str());
-      if (!impl->pj) fail(where, "PROJ: " + proj_error(impl->ctx) + " (" + def + ")");
-      PJ_COORD c = proj_trans(impl->pj, PJ_FWD, proj_coord((*ref)[0], (*ref)[1], 0, 0));
-      if (!std::isfinite(c.xy.x) || !std::isfinite(c.xy.y)) fail(where, "the MGRS reference point does not project");
-      const double e0 = std::floor(c.xy.x / 1e5) * 1e5, n0 = std::floor(c.xy.y / 1e5) * 1e5;
-      proj_destroy(impl->pj);
-      impl->pj = nullptr;
+      std::array<double, 2> c;
+      try {
+        c = of_def(def, name).forward((*ref)[0], (*ref)[1]);
+      } catch (const Error& e) {
+        fail(where, std::string("the MGRS reference point: ") + e.what());
+      }
+      const double e0 = std::floor(c[0] / 1e5) * 1e5, n0 = std::floor(c[1] / 1e5) * 1e5;
       def += " +step +proj=affine +xoff=" + fmt(-e0) + " +yoff=" + fmt(-n0);
-      const std::string sq = mgrs_square_name(zone, (*ref)[0], c.xy.x, c.xy.y);
-      impl->description = "MGRS square " + (sq.empty() ? std::string("?") : sq) + " (" + name + " minus E " + fmt(e0) +
-                          " N " + fmt(n0) + ")";
+      const std::string sq = mgrs_square_name(zone, (*ref)[0], c[0], c[1]);
+      description = "MGRS square " + (sq.empty() ? std::string("?") : sq) + " (" + name + " minus E " + fmt(e0) +
+                    " N " + fmt(n0) + ")";
     }
   } else {  // transverse_mercator
     def += "+step +proj=tmerc +lat_0=" + fmt(spec.origin_lat, 12) + " +lon_0=" + fmt(spec.origin_lon, 12) +
            " +k_0=" + fmt(spec.scale_factor, 12) + " +x_0=0 +y_0=0 +ellps=WGS84";
-    impl->description = "transverse Mercator at " + fmt(spec.origin_lat, 8) + ", " + fmt(spec.origin_lon, 8) +
-                        " (scale " + fmt(spec.scale_factor, 6) + ", WGS84)";
+    description = "transverse Mercator at " + fmt(spec.origin_lat, 8) + ", " + fmt(spec.origin_lon, 8) + " (scale " +
+                  fmt(spec.scale_factor, 6) + ", WGS84)";
   }
-  impl->pj = proj_create(impl->ctx, def.c_str());
-  if (!impl->pj) fail(where, "PROJ: " + proj_error(impl->ctx) + " (" + def + ")");
-  Projection p;
-  p.impl_ = std::move(impl);
-  return p;
+  return of_def(def, description);
 }
 
+
 Projection Projection::of_crs(const std::string& crs, const std::string& where) {
-  auto impl = new_impl(where);
+  return cached("crs " + crs, where, [&] { return of_crs_uncached(crs); });
+}
+
+Projection Projection::of_crs_uncached(const std::string& crs) {
+  auto impl = new_impl("PROJ");
   PJ* target = proj_create(impl->ctx, crs.c_str());
-  if (!target) fail(where, "PROJ does not know the CRS \"" + crs + "\": " + proj_error(impl->ctx));
+  if (!target) throw Error("PROJ does not know the CRS \"" + crs + "\": " + proj_error(impl->ctx));
   PJ_TYPE type = proj_get_type(target);
   bool metric = false;
   if (type == PJ_TYPE_PROJECTED_CRS) {
@@ -171,12 +221,12 @@ Projection Projection::of_crs(const std::string& crs, const std::string& where) 
   const char* name = proj_get_name(target);
   impl->description = std::string(name ? name : crs) + " (" + crs + ")";
   proj_destroy(target);
-  if (!metric) fail(where, "the CRS \"" + crs + "\" is not a projected CRS in metres");
+  if (!metric) throw Error("the CRS \"" + crs + "\" is not a projected CRS in metres");
   PJ* op = proj_create_crs_to_crs(impl->ctx, "EPSG:4326", crs.c_str(), nullptr);
-  if (!op) fail(where, "PROJ finds no transformation from WGS84 to \"" + crs + "\": " + proj_error(impl->ctx));
+  if (!op) throw Error("PROJ finds no transformation from WGS84 to \"" + crs + "\": " + proj_error(impl->ctx));
   impl->pj = proj_normalize_for_visualization(impl->ctx, op);  // (lon, lat) in, (east, north) out
   proj_destroy(op);
-  if (!impl->pj) fail(where, "PROJ: " + proj_error(impl->ctx));
+  if (!impl->pj) throw Error("PROJ: " + proj_error(impl->ctx));
   impl->lonlat_input = true;
   Projection p;
   p.impl_ = std::move(impl);

@@ -73,6 +73,7 @@ class Projection {
   struct Impl;  // the PROJ objects (projection.cpp)
 
  private:
+  static Projection of_crs_uncached(const std::string& crs);
   std::shared_ptr<Impl> impl_;
 };
 
