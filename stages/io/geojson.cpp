@@ -13,6 +13,7 @@
 #include "graph/atomic_file.h"
 #include "graph/error.h"
 #include "graph/json_depth.h"
+#include "stages/io/json_numbers.h"
 #include "stages/io/map_numbers.h"
 
 namespace sl {
@@ -21,18 +22,7 @@ namespace {
 
 using Value = rapidjson::Value;
 
-const char* type_name(const Value& v) {
-  switch (v.GetType()) {
-    case rapidjson::kNullType: return "null";
-    case rapidjson::kFalseType:
-    case rapidjson::kTrueType: return "a boolean";
-    case rapidjson::kObjectType: return "an object";
-    case rapidjson::kArrayType: return "an array";
-    case rapidjson::kStringType: return "a string";
-    case rapidjson::kNumberType: return "a number";
-  }
-  return "?";
-}
+const auto type_name = json_type_name;
 
 // Builds the Document while noting where every number is in the text (in document order): the
 // reader hands numbers over as text (exact conversion here), and the stream's position right after
@@ -58,21 +48,7 @@ struct SpanHandler {
   bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
     const size_t end = base + is.Tell();
     spans.push_back({end - n, end});
-    const char* e = s + n;
-    if (std::none_of(s, e, [](char c) { return c == '.' || c == 'e' || c == 'E'; })) {
-      int64_t i;
-      if (auto r = std::from_chars(s, e, i); r.ec == std::errc() && r.ptr == e) return d.Int64(i);
-    }
-    double v = 0;
-    auto r = std::from_chars(s, e, v);
-    if (r.ec == std::errc::result_out_of_range) {
-      // Beyond double: long double tells an overflow (inf: refused where a coordinate is read)
-      // from an underflow (0 or a denormal); beyond long double too it can only underflow.
-      long double lv;
-      auto lr = std::from_chars(s, e, lv);
-      v = lr.ec == std::errc() ? static_cast<double>(lv) : (*s == '-' ? -0.0 : 0.0);
-    }
-    return d.Double(v);
+    return json_exact_number(d, s, n);
   }
 };
 
