@@ -218,6 +218,28 @@ std::string crs_name(const Value& root, const std::string& path) {
   return "";
 }
 
+// The EPSG code a GeoJSON crs name gives ("EPSG:n", "urn:ogc:def:crs:EPSG::n", with a version
+// between the colons, or the OGC http URI), "" for CRS84 (longitude, latitude); anything else is
+// an error (a free-form name would send PROJ searching its database).
+std::string epsg_of_crs_name(const std::string& name, const std::string& path) {
+  auto digits = [](const std::string& t) {
+    return !t.empty() && t.size() <= 9 && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  static const std::string kPrefixes[] = {"EPSG:", "urn:ogc:def:crs:EPSG:", "http://www.opengis.net/def/crs/EPSG/"};
+  for (const auto& p : kPrefixes) {
+    if (name.compare(0, p.size(), p) != 0) continue;
+    const size_t cut = name.find_last_of(p == kPrefixes[2] ? '/' : ':');
+    const std::string code = name.substr(cut + 1);
+    if (cut + 1 >= p.size() && digits(code)) return "EPSG:" + code;
+  }
+  const size_t c = name.rfind("CRS84");
+  if (c != std::string::npos && c + 5 == name.size() &&
+      (name == "CRS84" || name == "OGC:CRS84" || name.rfind("urn:ogc:def:crs:OGC:", 0) == 0 ||
+       name == "http://www.opengis.net/def/crs/OGC/1.3/CRS84"))
+    return "";
+  fail(path, "/crs: \"" + name + "\" is neither an EPSG code (EPSG:n, urn:ogc:def:crs:EPSG::n) nor CRS84");
+}
+
 }  // namespace
 
 VectorMap parse_geojson(const std::string& text, const std::string& path, const MapReadOptions& options) {
@@ -272,11 +294,9 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
   bool projected_file = false;
   if (!crs.empty()) {
     // Geographic (CRS84, EPSG:4326, ...) or projected in metres; anything else is an error.
-    // WGS84 longitude/latitude under its usual names (as RFC 7946), else a projected CRS in metres.
-    static const char* kLonLat[] = {"urn:ogc:def:crs:OGC:1.3:CRS84", "urn:ogc:def:crs:OGC::CRS84", "OGC:CRS84", "CRS84",
-                                    "EPSG:4326", "urn:ogc:def:crs:EPSG::4326", "urn:ogc:def:crs:EPSG:6.6:4326"};
-    if (std::find(std::begin(kLonLat), std::end(kLonLat), crs) == std::end(kLonLat)) {
-      map.file_crs = Projection::of_crs(crs, path + ": /crs");
+    const std::string epsg = epsg_of_crs_name(crs, path);
+    if (!epsg.empty() && epsg != "EPSG:4326") {
+      map.file_crs = Projection::of_crs(epsg, path + ": /crs");
       projected_file = true;
     }
   }

@@ -11,9 +11,11 @@
 //
 // Coordinates: RFC 7946 says WGS84 longitude, latitude (, height). The 2008 GeoJSON spec's root
 // "crs" member, which mapping tools (QGIS, GDAL) still write for projected data, is honoured:
-// {"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::32632"}} (or "EPSG:32632"), and the
-// older {"type": "EPSG", "properties": {"code": 32632}}. A geographic crs (CRS84, EPSG:4326) means
-// lon/lat as RFC 7946. A projected crs in metres means the coordinates are already projected.
+// {"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::32632"}} (also "EPSG:32632",
+// "urn:ogc:def:crs:EPSG:<version>:32632", "http://www.opengis.net/def/crs/EPSG/0/32632"), and the
+// older {"type": "EPSG", "properties": {"code": 32632}}. CRS84 (any OGC spelling) and EPSG:4326 mean
+// lon/lat as RFC 7946; another EPSG code must be a projected CRS in metres, and then the coordinates
+// are already projected. Other names are errors (free-form names would send PROJ searching).
 // The world frame by ProjectionSpec::kind:
 //   auto   a projected crs: the file's coordinates as they are (exact); else utm of lon/lat;
 //   local  the coordinates as they are, whatever the file says (projected data with no crs member);

@@ -53,7 +53,7 @@ std::string utm_collection() {
 
 TEST(GeoJson, FeatureCollectionLinesKeepTheirFeatureAndPartAndCategory) {
   const VectorMap m = parse_geojson(utm_collection(), "m.geojson");
-  EXPECT_EQ(m.frame, "the file's coordinates in WGS 84 / UTM zone 32N (urn:ogc:def:crs:EPSG::32632)");
+  EXPECT_EQ(m.frame, "the file's coordinates in WGS 84 / UTM zone 32N (EPSG:32632)");
   ASSERT_EQ(m.lines.size(), 4u);
   EXPECT_EQ(m.lines[0].id, 0);
   EXPECT_EQ(m.lines[0].category, "line_thin:dashed");
@@ -168,6 +168,20 @@ TEST(GeoJson, LonLatMovesAreWrittenBackThroughTheInverseProjection) {
   }
 }
 
+TEST(GeoJson, CrsNamesAreEpsgCodesOrCrs84InTheirUsualSpellings) {
+  const std::string line = R"({"type": "LineString", "coordinates": [[500000, 5400000], [500001, 5400000]], "crs": {"type": "name", "properties": {"name": ")";
+  for (const char* n : {"EPSG:32632", "urn:ogc:def:crs:EPSG::32632", "urn:ogc:def:crs:EPSG:9.8.6:32632",
+                        "http://www.opengis.net/def/crs/EPSG/0/32632"}) {
+    const VectorMap m = parse_geojson(line + n + "\"}}}", "c.geojson");
+    EXPECT_EQ(m.frame, "the file's coordinates in WGS 84 / UTM zone 32N (EPSG:32632)") << n;
+  }
+  const std::string ll = R"({"type": "LineString", "coordinates": [[8.42, 49], [8.43, 49]], "crs": {"type": "name", "properties": {"name": ")";
+  for (const char* n : {"urn:ogc:def:crs:OGC:1.3:CRS84", "OGC:CRS84", "EPSG:4326", "urn:ogc:def:crs:EPSG::4326"})
+    EXPECT_EQ(parse_geojson(ll + n + "\"}}}", "c.geojson").frame, "UTM zone 32N (EPSG:32632)") << n;
+  const VectorMap e = parse_geojson(R"({"type": "LineString", "coordinates": [[500000, 5400000], [500001, 5400000]], "crs": {"type": "EPSG", "properties": {"code": 32632}}})", "e.geojson");
+  EXPECT_EQ(e.lines[0].points[0][0], 500000);
+}
+
 TEST(GeoJson, AProjectedFileReadIntoAnotherFrameGoesThroughLatLon) {
   MapReadOptions o = with("utm");
   o.projection.utm_zone = 33;
@@ -216,6 +230,8 @@ TEST(GeoJson, BadFilesAreErrorsNamingTheFileAndTheJsonPointer) {
        "crs type \"link\" is not supported"},
       {R"({"type": "LineString", "coordinates": [[1, 2], [3, 4]], "crs": {"type": "name", "properties": {"name": "EPSG:4269"}}})",
        "is not a projected CRS in metres"},
+      {R"({"type": "LineString", "coordinates": [[1, 2], [3, 4]], "crs": {"type": "name", "properties": {"name": "WGS 84 / UTM zone 32N"}}})",
+       "/crs: \"WGS 84 / UTM zone 32N\" is neither an EPSG code (EPSG:n, urn:ogc:def:crs:EPSG::n) nor CRS84"},
       {std::string(300, '[') + std::string(300, ']'), "JSON nested deeper than 256 levels"},
       {"{\"type\": \"LineString\", \"coordinates\": [[1, 2], [3, 4]], \"x\": \"\xFF\"}", "JSON parse error"},
   };
