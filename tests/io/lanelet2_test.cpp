@@ -66,7 +66,8 @@ TEST(Lanelet2, AutowareTestMapLatLonProjectOntoItsLocalXYWithMgrs) {
     const auto q = m.projection.forward(s.lat, s.lon);
     worst = std::max(worst, std::hypot(q[0] - s.local_x, q[1] - s.local_y));
   }
-  EXPECT_LT(worst, 0.002) << "local_x/local_y are written to 0.1 mm, lat/lon to 1e-11 degree";
+  // local_x/local_y are written to 0.1 mm, lat/lon to 1e-11 degree; seen: 0.062 mm at every node
+  EXPECT_LT(worst, 1e-4);
   // UTM puts the same nodes 300 km and 3900 km further: the frames disagree, which is an error.
   const std::string e = [] {
     try {
