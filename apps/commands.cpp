@@ -1,6 +1,7 @@
 // Data tools of the CLI:
 //   streamline gen-data ROOT [--seed N] [--train N] [--val N] [--format pcd|bin]
 //   streamline inspect FILE [--json] [--render OUT.png] [--lines LINES.json] [--meters M] [--size PX]
+//   streamline inspect MAP.osm|MAP.geojson [--json] [--projection KIND] [--origin LAT LON]
 //   streamline report RUN_DIR
 // Exit codes as main.cpp: 0 ok, 1 failure (the message names the file and the reason), 2 usage.
 #include "apps/commands.h"
@@ -22,6 +23,7 @@
 #include "stages/io/lines_json.h"
 #include "stages/io/mapped_file.h"
 #include "stages/io/pcd.h"
+#include "stages/io/vector_map.h"
 
 namespace sl {
 namespace {
@@ -41,6 +43,8 @@ struct InspectArgs {
   bool json = false;
   float meters = 0;
   int size = 1024;
+  ProjectionSpec map_projection;  // vector maps (.osm, .geojson)
+  std::vector<double> map_origin;
 };
 
 struct Commands {
@@ -121,7 +125,19 @@ int cmd_gen_data(const GenArgs& a) {
   return kOk;
 }
 
+// A vector map: its lines per category, in the world frame the projection gives.
+int cmd_inspect_map(const InspectArgs& a) {
+  if (!a.render.empty() || !a.lines.empty()) fail(a.file, "--render and --lines apply to clouds, not to maps");
+  MapReadOptions o;
+  o.projection = a.map_projection;
+  if (a.map_origin.size() == 2) o.projection.origin_lat = a.map_origin[0], o.projection.origin_lon = a.map_origin[1];
+  const MapSummary s = summarize(read_vector_map(a.file, o));
+  std::cout << (a.json ? to_json(s) + "\n" : to_text(s));
+  return kOk;
+}
+
 int cmd_inspect(const InspectArgs& a) {
+  if (is_vector_map_path(a.file)) return cmd_inspect_map(a);
   const InspectReport r = inspect_file(a.file);
   std::cout << (a.json ? to_json(r) + "\n" : to_text(r));
   if (a.render.empty()) return kOk;
@@ -211,6 +227,11 @@ void add_commands(CLI::App& app) {
   c.inspect->add_option("--meters", c.i.meters, "side of the rendered square in metres, centred on the origin (default: fit the points)")
       ->check(CLI::NonNegativeNumber);
   c.inspect->add_option("--size", c.i.size, "rendered image side in pixels")->check(CLI::Range(16, 16384));
+  c.inspect->add_option("--projection", c.i.map_projection.kind,
+                        "maps (.osm, .geojson): the world frame: auto, utm, mgrs, transverse_mercator or local")
+      ->check(CLI::IsMember({"auto", "utm", "mgrs", "transverse_mercator", "local"}));
+  c.inspect->add_option("--origin", c.i.map_origin, "maps: LAT LON of the map origin (UTM zone, MGRS square, TM centre)")
+      ->expected(2);
 
   c.report = app.add_subcommand("report", "write RUN_DIR/report.html: curves, stage time, skipped items, before/after pictures");
   c.report->add_option("run_dir", c.run_dir, "a training run's folder (train_step's checkpoint.dir)")->required();

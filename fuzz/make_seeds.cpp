@@ -8,7 +8,9 @@
 #include <random>
 #include <string>
 
+#include "fuzz/map_targets.h"
 #include "fuzz/targets.h"
+#include "tests/io/map_test_util.h"
 #include "graph/atomic_file.h"
 #include "kernels/adam.h"
 #include "stages/io/lzf.h"
@@ -254,6 +256,31 @@ void samples_seeds() {
   save("samples", "deep_header", safetensors_header_only(deep(R"({"context": )", "}")));
 }
 
+// Vector maps: Autoware's MGRS test map, synthetic Lanelet2 maps (shared nodes, negative ids,
+// relations, local_x/local_y and lat/lon-only nodes, a deleted way, entities) and GeoJSON as
+// mapping tools write it (RFC 7946 lon/lat, a projected crs member, MultiLineString, other geometries).
+void map_seeds() {
+  save("osm", "autoware_mgrs_test_map.osm", read_file(std::string(SL_SOURCE_DIR) + "/tests/io/maps/autoware_mgrs_test_map.osm"));
+  ProjectionSpec mgrs;
+  mgrs.kind = "mgrs";
+  const Projection frame = Projection::make(mgrs, std::array<double, 2>{49.0, 8.42}, "seeds");
+  for (uint32_t seed = 1; seed <= 3; ++seed)
+    save("osm", "synthetic_" + std::to_string(seed) + ".osm", test::synthetic_lanelet2(seed, frame, 3, 4).text);
+  save("osm", "latlon_only.osm", test::synthetic_lanelet2(9, Projection(), 0, 3).text);
+  save("geojson", "lonlat_collection.geojson",
+       R"({"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {"type": "line_thin", "subtype": "solid"},
+"geometry": {"type": "LineString", "coordinates": [[8.42, 49.0, 101.5], [8.4201, 49.0001, 101.6], [8.4203, 49.0001, 101.6]]}},
+{"type": "Feature", "properties": {"type": "curbstone"}, "geometry": {"type": "MultiLineString", "coordinates": [[[8.421, 49.001], [8.4211, 49.0012]], [[8.43, 49.0], [8.4301, 49.0]]]}},
+{"type": "Feature", "properties": null, "geometry": null},
+{"type": "Feature", "properties": {"type": "sign"}, "geometry": {"type": "Point", "coordinates": [8.42, 49.0]}}]})");
+  save("geojson", "utm_crs.geojson",
+       R"({"type": "FeatureCollection", "crs": {"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::32632"}},
+"features": [{"type": "Feature", "properties": {"type": "road_border"}, "geometry": {"type": "LineString", "coordinates": [[500000.125, 5400000.5], [500010, 5400001]]}}]})");
+  save("geojson", "bare_geometry.geojson", R"({"type": "LineString", "coordinates": [[1, 2, 3], [4, 5, 6, 7]]})");
+  save("geojson", "feature.geojson",
+       R"({"type": "Feature", "id": "a", "bbox": [0, 0, 1, 1], "geometry": {"coordinates": [[139.65, 35.67], [139.651, 35.671]], "type": "LineString"}, "properties": {"type": 3}})");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -269,6 +296,7 @@ int main(int argc, char** argv) {
   pipeline_seeds();
   checkpoint_seeds();
   samples_seeds();
+  map_seeds();
   std::filesystem::remove_all(fuzz::scratch_dir());
   return 0;
 }
