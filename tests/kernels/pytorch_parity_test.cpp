@@ -5,8 +5,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -15,6 +13,7 @@
 
 #include "kernels/model.h"
 #include "kernels/safetensors.h"
+#include "tests/kernels/test_util.h"
 
 namespace sl {
 namespace {
@@ -48,18 +47,11 @@ TEST(PyTorchParity, DefaultSizeStepMatchesFloat64WithTheMaximaAtOurArgmax) {
   const std::string dump = (dir / "step.safetensors").string();
   write_safetensors(dump, f);
 
-  const std::string cmd =
-      "/usr/bin/python3 " + std::string(SL_SOURCE_DIR) + "/tests/kernels/pytorch_parity.py " + dump + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
   std::string out;
-  char buf[512];
-  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = ::pclose(p);
+  const int status = test::run_python_check("pytorch_parity.py", dump, &out);
   std::filesystem::remove_all(dir);
-  ASSERT_TRUE(WIFEXITED(status)) << out;
-  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << out;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  if (status == 77) GTEST_SKIP() << out;
+  EXPECT_EQ(status, 0) << out;
   EXPECT_NE(out.find("PARITY OK"), std::string::npos) << out;
   std::printf("%s", out.c_str());
 }
