@@ -204,10 +204,11 @@ TEST(CloudFormats, TheLongestExtensionDecidesAndEveryRowRoundTripsThroughItsWrit
   TempDir tmp;
   const PointCloud cloud = test::random_cloud(300, {"x", "y", "z", "intensity"}, 9);
   for (const CloudFormat* f : cloud_formats()) {
+    if (!f->write) continue;
     const std::string path = tmp.path("c" + f->extension);
     f->write(path, cloud);
     EXPECT_EQ(f->count(path), 300) << f->name;
-    EXPECT_EQ(read_cloud_file(path).columns, cloud.columns) << f->name;
+    EXPECT_EQ(read_cloud_file(path, DecodeOptions{true, OriginPolicy::stored()}).columns, cloud.columns) << f->name;
   }
   // A new row: a name or an extension already taken is refused.
   CloudFormat again = *format_of_path("x.ply");

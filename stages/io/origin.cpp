@@ -1,0 +1,169 @@
+#include "stages/io/origin.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "graph/error.h"
+#include "graph/spec.h"
+
+namespace sl {
+
+std::string exact_number(double v) {
+  char buf[40];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+std::string OriginPolicy::describe() const {
+  if (automatic) return "auto";
+  return "[" + exact_number(fixed[0]) + ", " + exact_number(fixed[1]) + ", " + exact_number(fixed[2]) + "]";
+}
+
+void Bounds::add(double x, double y, double z) {
+  const double v[3] = {x, y, z};
+  for (size_t a = 0; a < 3; ++a)
+    if (std::isfinite(v[a])) lo[a] = std::min(lo[a], v[a]), hi[a] = std::max(hi[a], v[a]);
+  ++points;
+}
+
+void Bounds::merge(const Bounds& b) {
+  for (size_t a = 0; a < 3; ++a) lo[a] = std::min(lo[a], b.lo[a]), hi[a] = std::max(hi[a], b.hi[a]);
+  points += b.points;
+}
+
+Vec3d grid_origin(const Bounds& world) {
+  Vec3d o{0, 0, 0};
+  if (world.empty()) return o;
+  for (int a = 0; a < 3; ++a)
+    if (world.has(a)) o[size_t(a)] = std::floor(world.lo[size_t(a)] / kOriginGrid) * kOriginGrid;
+  return o;
+}
+
+Vec3d resolve_origin(const OriginPolicy& p, const Bounds& world) { return p.automatic ? grid_origin(world) : p.fixed; }
+
+namespace {
+
+// Bounds of the finite values of one column: {lo, hi, any}.
+struct Span {
+  float lo = std::numeric_limits<float>::infinity(), hi = -std::numeric_limits<float>::infinity();
+};
+
+Span column_span(const float* v, size_t n) {
+  Span s;
+  size_t i = 0;
+#if defined(__x86_64__)
+  // Four at a time: a lane whose value is not finite ((v - v) is NaN) contributes +inf to the
+  // minimum and -inf to the maximum.
+  const __m128 pinf = _mm_set1_ps(std::numeric_limits<float>::infinity()), ninf = _mm_sub_ps(_mm_setzero_ps(), pinf);
+  __m128 lo = pinf, hi = ninf;
+  for (; i + 4 <= n; i += 4) {
+    const __m128 x = _mm_loadu_ps(v + i);
+    const __m128 finite = _mm_cmpeq_ps(_mm_sub_ps(x, x), _mm_setzero_ps());
+    lo = _mm_min_ps(lo, _mm_or_ps(_mm_and_ps(finite, x), _mm_andnot_ps(finite, pinf)));
+    hi = _mm_max_ps(hi, _mm_or_ps(_mm_and_ps(finite, x), _mm_andnot_ps(finite, ninf)));
+  }
+  alignas(16) float l[4], h[4];
+  _mm_store_ps(l, lo);
+  _mm_store_ps(h, hi);
+  for (int k = 0; k < 4; ++k) s.lo = std::min(s.lo, l[k]), s.hi = std::max(s.hi, h[k]);
+#endif
+  for (; i < n; ++i)
+    if (std::isfinite(v[i])) s.lo = std::min(s.lo, v[i]), s.hi = std::max(s.hi, v[i]);
+  return s;
+}
+
+// cols[i] -= o, as float(double(cols[i]) - o) correctly rounded.
+void subtract(float* v, size_t n, double o) {
+  if (o == 0) return;
+  const float of = static_cast<float>(o);
+  if (static_cast<double>(of) == o) {
+    // o is a float: one float subtraction of two exact values is the correctly rounded result.
+    for (size_t i = 0; i < n; ++i) v[i] -= of;
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(static_cast<double>(v[i]) - o);
+}
+
+}  // namespace
+
+Bounds float_bounds(const float* x, const float* y, const float* z, size_t n) {
+  Bounds b;
+  const float* c[3] = {x, y, z};
+  for (size_t a = 0; a < 3; ++a) {
+    const Span s = column_span(c[a], n);
+    if (s.lo <= s.hi) b.lo[a] = s.lo, b.hi[a] = s.hi;
+  }
+  b.points = int64_t(n);
+  return b;
+}
+
+void localize_float32(PointCloud& cloud, const OriginPolicy& p, DecodeInfo* info) {
+  if (cloud.columns.size() < 3) fail("localize_float32", "a cloud needs columns x, y, z");
+  const size_t n = cloud.size();
+  const Bounds b = float_bounds(cloud.columns[0].data(), cloud.columns[1].data(), cloud.columns[2].data(), n);
+  if (info) {
+    info->float32_extent = 0;
+    for (int a = 0; a < 3; ++a)
+      if (b.has(a)) info->float32_extent = std::max({info->float32_extent, std::fabs(b.lo[a]), std::fabs(b.hi[a])});
+  }
+  cloud.origin = resolve_origin(p, b);
+  for (int a = 0; a < 3; ++a) subtract(cloud.columns[size_t(a)].data(), n, cloud.origin[size_t(a)]);
+}
+
+OriginPolicy parse_origin(const std::string& text, const std::string& where) {
+  if (text == "auto") return OriginPolicy::auto_rule();
+  std::string t = text;
+  if (t.size() >= 2 && t.front() == '[' && t.back() == ']') t = t.substr(1, t.size() - 2);
+  Vec3d o{};
+  size_t pos = 0;
+  for (int a = 0; a < 3; ++a) {
+    while (pos < t.size() && t[pos] == ' ') ++pos;
+    const char* b = t.data() + pos;
+    const char* e = t.data() + t.size();
+    const char* comma = std::find(b, e, ',');
+    const char* end = comma;
+    while (end > b && end[-1] == ' ') --end;
+    if (b < end && *b == '+') ++b;
+    auto r = std::from_chars(b, end, o[size_t(a)]);
+    if (r.ec != std::errc() || r.ptr != end || !std::isfinite(o[size_t(a)]) || (a < 2) != (comma != e))
+      fail(where, "expected \"auto\" or three numbers x,y,z (e.g. 500000,5400000,0), got '" + text + "'");
+    pos = size_t(comma - t.data()) + 1;
+  }
+  return OriginPolicy::at(o);
+}
+
+ParamSpec origin_param() {
+  return p_floats_or_choice("origin", {"auto"}, 3,
+                            "world point subtracted (in double) from every coordinate: [x, y, z], or auto (a LAS "
+                            "file's offset when its points lie within 2048 m of it, else the points' minimum "
+                            "rounded down to 100 m; see README: Coordinates)");
+}
+
+OriginPolicy origin_of(const Params& p, const std::string& key) {
+  const std::string j = p.json(key);
+  if (!j.empty() && j[0] == '"') return parse_origin(p.get_string(key), p.where(key));
+  const std::vector<double> v = p.get_floats(key);
+  if (v.size() != 3) fail(p.where(key), "expected [x, y, z]");
+  return OriginPolicy::at({v[0], v[1], v[2]});
+}
+
+std::string coarse_warning(const std::string& path, const DecodeInfo& info) {
+  // float32's spacing at the largest coordinate: 2^(exponent - 23).
+  int e = 0;
+  std::frexp(info.float32_extent, &e);
+  const double step = std::ldexp(1.0, e - 24);
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "%s: coordinates stored as float32 reach %.0f m, where float32's step is %.3g m: the file has already "
+                "lost that precision (store world coordinates as float64, e.g. PCD F 8, or as LAS)",
+                path.c_str(), info.float32_extent, step);
+  return buf;
+}
+
+}  // namespace sl
