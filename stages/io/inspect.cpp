@@ -11,6 +11,7 @@
 
 #include "graph/error.h"
 #include "stages/io/formats.h"
+#include "stages/io/las.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/mapped_file.h"
 #include "stages/io/pcd.h"
@@ -136,6 +137,37 @@ InspectReport inspect_file(const std::string& path, const OriginPolicy& origin) 
     r.fields.resize(order.size());
     for (size_t i = 0; i < order.size(); ++i) r.fields[order[i]] = decoded.fields[i];
     if (info.coarse()) r.warning = coarse_warning(path, info);
+  } else if (format && (format->name == "las" || format->name == "laz")) {
+    r.format = format->name;
+    MappedFile f(path);
+    const LasHeader h = parse_las_header(f.data(), f.size(), path);
+    auto vec = [](const Vec3d& v) { return OriginPolicy::at(v).describe(); };
+    auto records = [](const std::vector<std::pair<std::string, uint16_t>>& v) {
+      std::string s = std::to_string(v.size());
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : " (") + v[i].first + " " + std::to_string(v[i].second);
+      return v.empty() ? s : s + ")";
+    };
+    r.header = {{"version", "1." + std::to_string(h.version_minor)},
+                {"point format", std::to_string(h.point_format)},
+                {"record length", std::to_string(h.record_length)},
+                {"points", std::to_string(h.points)},
+                {"scale", vec(h.scale)},
+                {"offset", vec(h.offset)},
+                {"min (header)", vec(h.min)},
+                {"max (header)", vec(h.max)},
+                {"VLRs", records(h.vlrs)},
+                {"EVLRs", records(h.evlrs)},
+                {"software", h.software}};
+    if (h.laz || h.copc) {
+      // What the header says is all there is to show: the points are compressed.
+      r.header.emplace_back("compressed", h.copc ? "COPC (LASzip)" : "LAZ (LASzip)");
+      r.points = int64_t(std::min<uint64_t>(h.points, uint64_t(INT64_MAX)));
+      r.warning = std::string(h.copc ? "COPC" : "LAZ") +
+                  ": the points are LASzip-compressed and are not decoded; decompress the file first (laszip -i "
+                  "in.laz -o out.las, or pdal translate in.laz out.las)";
+    } else {
+      add_cloud_stats(r, parse_las(f.data(), f.size(), path, DecodeOptions{false, origin}));
+    }
   } else if (format) {
     r.format = format->name;
     DecodeInfo info;
