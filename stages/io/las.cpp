@@ -210,10 +210,14 @@ PointCloud parse_las(const char* d, size_t size, const std::string& path, const 
     world.points = int64_t(n);
     for (size_t a = 0; a < 3; ++a) {
       const double p = double(lo[a]) * h.scale[a] + h.offset[a], q = double(hi[a]) * h.scale[a] + h.offset[a];
+      if (!std::isfinite(p) || !std::isfinite(q))
+        bad(path, 131 + 8 * a, std::string(axis_name(int(a))) + " scale factor " + exact_number(h.scale[a]) +
+                                   " times the stored coordinates overflows a double");
       world.lo[a] = std::min(p, q), world.hi[a] = std::max(p, q);  // a negative scale swaps them
     }
   }
   cloud.origin = opt.origin.automatic ? las_auto_origin(h.offset, world) : opt.origin.fixed;
+  bool all_finite = true;
   for (size_t a = 0; a < 3; ++a) {
     // X * scale + offset - origin, as X * scale + (offset - origin): with origin == offset it is
     // X * scale rounded once, and the same scene stored with another offset gives the same floats.
@@ -223,10 +227,24 @@ PointCloud parse_las(const char* d, size_t size, const std::string& path, const 
       int32_t X;
       std::memcpy(&X, c + i, 4);
       const double v = double(X) * s + shift;
-      c[i] = std::fabs(v) <= double(std::numeric_limits<float>::max()) ? float(v) : std::copysign(INFINITY, float(v));
+      const bool fits = std::fabs(v) <= double(std::numeric_limits<float>::max());
+      c[i] = fits ? float(v) : v > 0 ? INFINITY : -INFINITY;  // (NaN: v from a NaN origin)
+      all_finite = all_finite && fits;
     }
   }
-  if (info) *info = DecodeInfo{};
+  // Coordinates beyond float32 (a huge scale, or an origin far from the data) are dropped as
+  // the other readers drop non-finite points.
+  size_t kept = n;
+  if (!all_finite && opt.drop_nan) {
+    kept = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (!(std::isfinite(col[0][i]) && std::isfinite(col[1][i]) && std::isfinite(col[2][i]))) continue;
+      for (int k = 0; k < 4; ++k) col[k][kept] = col[k][i];
+      ++kept;
+    }
+    for (auto& c : cloud.columns) c.resize(kept);
+  }
+  if (info) *info = DecodeInfo{int64_t(n - kept), 0};
   return cloud;
 }
 
