@@ -209,7 +209,7 @@ InspectReport inspect_file(const std::string& path, const OriginPolicy& origin) 
 std::string to_text(const InspectReport& r) {
   std::string s = r.path + " (" + r.format + ")\n";
   for (const auto& [k, v] : r.header) s += "  " + k + ": " + v + "\n";
-  if (r.format != "lines_json")
+  if (r.format != "lines_json" && !r.fields.empty())
     s += "  origin: " + OriginPolicy::at(r.origin).describe() + " (x, y, z below: world coordinates)\n";
   s += "  points: " + std::to_string(r.points) + "\n";
   if (r.format == "lines_json") {

@@ -406,6 +406,9 @@ CloudFormat laz_format() {
   f.decode = [](const std::string& p, const DecodeOptions& o, DecodeInfo* i) { return read_las(p, o, i); };
   f.count = las_count;
   f.write = nullptr;  // read-only: LASzip is not available here
+  f.refused =
+      "LAZ files are LASzip-compressed, which is not read here: decompress them first, e.g. laszip -i in.laz -o "
+      "out.las, or pdal translate in.laz out.las (then scan.format las)";
   return f;
 }
 SL_REGISTER_CLOUD_FORMAT(las_format);
