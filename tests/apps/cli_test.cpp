@@ -21,6 +21,7 @@
 #include "graph/atomic_file.h"
 #include "graph/spec.h"
 #include "kernels/safetensors.h"
+#include "report/eval_examples.h"
 #include "stages/train/checkpoints.h"
 #include "stages/io/kitti.h"
 #include "stages/io/lines_json.h"
@@ -587,6 +588,32 @@ TEST(Cli, ReadmeYourOwnDataCommandsRun) {
   const double easting = std::stod(ex.substr(w + 18, 24));
   EXPECT_GT(easting, 499800);
   EXPECT_LT(easting, 500200);
+  // Each example's true line, in world coordinates, lies on the annotated line of its scene (the
+  // validation scenes are read in file order; the line index is the line's place in its file).
+  const report::EvalExamples examples = report::parse_eval_examples(ex, "eval_examples.json");
+  ASSERT_FALSE(examples.lines.empty());
+  for (const auto& e : examples.lines) {
+    char name[32];
+    std::snprintf(name, sizeof name, "/val/scene_%04d.json", e.scene);
+    const LinesFile world_lines = read_lines_json(utm + name, {}, 100000, {500000, 5400000, 0});
+    ASSERT_LT(size_t(e.line), world_lines.lines.size());
+    const auto& poly = world_lines.lines[size_t(e.line)].points;
+    ASSERT_EQ(e.truth_world.size(), e.truth.size());
+    for (size_t k = 0; k + 2 < e.truth_world.size(); k += 3) {
+      const double p[3] = {e.truth_world[k] - 500000, e.truth_world[k + 1] - 5400000, e.truth_world[k + 2]};
+      double best = 1e9;
+      for (size_t v = 0; v + 1 < poly.size(); ++v) {  // distance to each segment
+        double d[3], q[3], t = 0, dd = 0;
+        for (int c = 0; c < 3; ++c) d[c] = double(poly[v + 1][c]) - poly[v][c], dd += d[c] * d[c];
+        for (int c = 0; c < 3; ++c) t += (p[c] - poly[v][c]) * d[c];
+        t = dd > 0 ? std::clamp(t / dd, 0.0, 1.0) : 0.0;
+        double dist = 0;
+        for (int c = 0; c < 3; ++c) q[c] = poly[v][c] + t * d[c], dist += (p[c] - q[c]) * (p[c] - q[c]);
+        best = std::min(best, std::sqrt(dist));
+      }
+      EXPECT_LT(best, 0.01) << "example of scene " << e.scene << " line " << e.line << " point " << k / 3;
+    }
+  }
   auto r = run_cli(dir, "infer --checkpoint " + q(runs) + " --cloud " + q(utm + "/val/scene_0000.las") + " --out " + q(refined));
   ASSERT_EQ(r.code, 0) << r.err;
   const LinesFile lf = read_lines_json(refined, {}, 100000, {500000, 5400000, 0});
