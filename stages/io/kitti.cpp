@@ -36,8 +36,8 @@ PointCloud read_float_records(const std::string& path, size_t floats, const char
     ++w;
   }
   for (auto& c : cloud.columns) c.resize(w);
-  localize_float32(cloud, opt.origin, info);
-  if (info) info->dropped = int64_t(n - w);
+  const int64_t moved_out = localize_float32(cloud, opt.origin, info, drop_nan);
+  if (info) info->dropped = int64_t(n - w) + moved_out;
   return cloud;
 }
 

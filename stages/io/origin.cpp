@@ -96,11 +96,12 @@ Span column_span(const float* v, size_t n) {
 #endif
 }
 
-// cols[i] -= o, as float(double(cols[i]) - o) correctly rounded.
+// cols[i] -= o, as float(double(cols[i]) - o) correctly rounded (beyond float's range: +-inf).
 void subtract(float* v, size_t n, double o) {
   if (o == 0) return;
-  const float of = static_cast<float>(o);
-  if (static_cast<double>(of) == o) {
+  const double fmax = double(std::numeric_limits<float>::max());
+  const float of = std::fabs(o) <= fmax ? static_cast<float>(o) : 0.f;
+  if (std::fabs(o) <= fmax && static_cast<double>(of) == o) {
     // o is a float: one float subtraction of two exact values is the correctly rounded result.
     size_t i = 0;
 #if defined(__x86_64__)
@@ -113,7 +114,10 @@ void subtract(float* v, size_t n, double o) {
     for (; i < n; ++i) v[i] -= of;
     return;
   }
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(static_cast<double>(v[i]) - o);
+  for (size_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(v[i]) - o;
+    v[i] = std::fabs(d) <= fmax ? static_cast<float>(d) : d > 0 ? INFINITY : d < 0 ? -INFINITY : NAN;
+  }
 }
 
 }  // namespace
@@ -129,7 +133,7 @@ Bounds float_bounds(const float* x, const float* y, const float* z, size_t n) {
   return b;
 }
 
-void localize_float32(PointCloud& cloud, const OriginPolicy& p, DecodeInfo* info) {
+int64_t localize_float32(PointCloud& cloud, const OriginPolicy& p, DecodeInfo* info, bool drop_nan) {
   if (cloud.columns.size() < 3) fail("localize_float32", "a cloud needs columns x, y, z");
   const size_t n = cloud.size();
   const Bounds b = float_bounds(cloud.columns[0].data(), cloud.columns[1].data(), cloud.columns[2].data(), n);
@@ -139,7 +143,24 @@ void localize_float32(PointCloud& cloud, const OriginPolicy& p, DecodeInfo* info
       if (b.has(a)) info->float32_extent = std::max({info->float32_extent, std::fabs(b.lo[a]), std::fabs(b.hi[a])});
   }
   cloud.origin = resolve_origin(p, b);
+  // Points this origin puts beyond float's range (only for spans near 3.4e38 m, or an origin
+  // that far from the data) become infinite: dropped like the readers' other non-finite points.
+  bool overflow = false;
+  for (int a = 0; a < 3; ++a)
+    if (b.has(a))
+      overflow = overflow || std::max(std::fabs(b.lo[a] - cloud.origin[size_t(a)]), std::fabs(b.hi[a] - cloud.origin[size_t(a)])) >
+                                 double(std::numeric_limits<float>::max());
   for (int a = 0; a < 3; ++a) subtract(cloud.columns[size_t(a)].data(), n, cloud.origin[size_t(a)]);
+  if (!overflow || !drop_nan) return 0;
+  size_t w = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!(std::isfinite(cloud.columns[0][i]) && std::isfinite(cloud.columns[1][i]) && std::isfinite(cloud.columns[2][i])))
+      continue;
+    for (auto& col : cloud.columns) col[w] = col[i];
+    ++w;
+  }
+  for (auto& col : cloud.columns) col.resize(w);
+  return int64_t(n - w);
 }
 
 OriginPolicy parse_origin(const std::string& text, const std::string& where) {

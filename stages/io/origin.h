@@ -92,8 +92,9 @@ Bounds float_bounds(const float* x, const float* y, const float* z, size_t n);
 // first three columns hold the stored x, y, z. Records their extent in *info (coarse()),
 // resolves `p` on their bounds, and moves them into the frame of that origin: local =
 // float(stored - origin), correctly rounded (float subtraction of two exact floats: the same
-// value the double path gives a float64 copy of the data), cloud.origin set.
-void localize_float32(PointCloud& cloud, const OriginPolicy& p, DecodeInfo* info);
+// value the double path gives a float64 copy of the data), cloud.origin set. Points the origin
+// would put beyond float's range are dropped when drop_nan (returns how many).
+int64_t localize_float32(PointCloud& cloud, const OriginPolicy& p, DecodeInfo* info, bool drop_nan);
 
 // local = float(world - origin) and world = double(local) + origin, per axis.
 inline float to_local(double world, double origin) { return static_cast<float>(world - origin); }

@@ -795,10 +795,9 @@ PointCloud parse_pcd(const char* data, size_t size, const std::string& path, con
       for (auto& col : cloud.columns) col.resize(w);
     }
   }
-  if (dropped_nan) *dropped_nan = dropped;
-  if (info) *info = DecodeInfo{dropped, 0};
   const bool stored_frame = !opt.origin.automatic && opt.origin.fixed == Vec3d{0, 0, 0};
-  if (has_coords && !wide && (!stored_frame || info)) localize_float32(cloud, opt.origin, info);
+  if (has_coords && !wide && (!stored_frame || info)) dropped += localize_float32(cloud, opt.origin, info, opt.drop_nan);
+  if (dropped_nan) *dropped_nan = dropped;
   if (info) info->dropped = dropped;
   return cloud;
 }

@@ -381,8 +381,8 @@ PointCloud parse_ply(const char* d, size_t n, const std::string& name, const Dec
     if (info) info->float32_extent = 0;
   }
   for (auto& c : cloud.columns) c.resize(w);
-  if (!wide) localize_float32(cloud, opt.origin, info);
-  if (info) info->dropped = int64_t(count - w);
+  const int64_t moved_out = wide ? 0 : localize_float32(cloud, opt.origin, info, drop_nan);
+  if (info) info->dropped = int64_t(count - w) + moved_out;
   return cloud;
 }
 

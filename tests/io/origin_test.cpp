@@ -187,6 +187,26 @@ TEST(Origin, Float32CoordinatesGetTheSameRuleAndTheirExtentIsReported) {
   EXPECT_LE(info.float32_extent, 100.0);
 }
 
+// An origin that puts a point beyond float's range (a span near 3.4e38 m) drops that point,
+// counted, as the readers drop other non-finite points; with drop_nan off it stays, infinite.
+TEST(Origin, PointsTheOriginMovesBeyondFloatRangeAreDroppedAndCounted) {
+  test::TempDir tmp;
+  PointCloud c;
+  c.fields = {"x", "y", "z", "intensity"};
+  c.columns = {{-3e38f, 3e38f, 1.f, 2.f}, {0, 1, 2, 3}, {0, 0, 0, 0}, {1, 1, 1, 1}};
+  const std::string path = tmp.path("wide.pcd");
+  write_pcd(path, c, PcdDataMode::Binary);
+  DecodeInfo info;
+  const PointCloud r = read_cloud_file(path, {}, &info);
+  EXPECT_EQ(info.dropped, 1);  // 3e38 - (-3e38 rounded down) overflows float
+  ASSERT_EQ(r.size(), 3u);
+  for (size_t i = 0; i < r.size(); ++i) EXPECT_TRUE(std::isfinite(r.columns[0][i]));
+  EXPECT_EQ(r.columns[1], (std::vector<float>{0, 2, 3}));
+  const PointCloud kept = read_cloud_file(path, {false, OriginPolicy::auto_rule()}, &info);
+  EXPECT_EQ(kept.size(), 4u);
+  EXPECT_EQ(kept.columns[0][1], INFINITY);
+}
+
 // Lines JSON: the world coordinates (doubles, correctly rounded) minus the origin in double; with
 // an origin, written back as world coordinates that read back to exactly the same doubles.
 TEST(Origin, LinesAreShiftedInDoubleAndWrittenBackExactly) {
