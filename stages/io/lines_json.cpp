@@ -210,11 +210,13 @@ void write_lines_json(const std::string& path, const LinesFile& file) {
         if (!std::isfinite(v))
           fail(path, "cannot write line " + std::to_string(li) + " point " + std::to_string(pi) +
                          ": non-finite coordinate (JSON has no NaN)");
-        // World = local + origin in double, written exactly (shortest round-trip text).
-        auto r = world ? std::to_chars(buf, buf + sizeof buf, to_world(v, file.origin[k]))
-                       : std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 9);
         if (k) out += ", ";
-        out.append(buf, r.ptr);
+        if (world) {  // world = local + origin in double, written exactly (shortest round-trip text)
+          out += exact_number(to_world(v, file.origin[k]));
+        } else {
+          auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 9);
+          out.append(buf, r.ptr);
+        }
       }
       out += ']';
     }

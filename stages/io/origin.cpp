@@ -15,8 +15,12 @@
 namespace sl {
 
 std::string exact_number(double v) {
-  char buf[40];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  char buf[64];
+  // Plain digits for coordinates (5400000, not 5.4e+06); the shortest form elsewhere. Both are
+  // the shortest text in their form that reads back to exactly v.
+  const double a = std::fabs(v);
+  const bool plain = a == 0 || (a >= 1e-5 && a < 1e16);
+  auto r = plain ? std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed) : std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, r.ptr);
 }
 

@@ -109,7 +109,8 @@ OriginPolicy origin_of(const Params& p, const std::string& key = "origin");
 // The one warning for a cloud stored as float32 beyond kFloat32CoarseAbove.
 std::string coarse_warning(const std::string& path, const DecodeInfo& info);
 
-// Shortest text that reads back to exactly `v` (std::to_chars): how world coordinates are written.
+// Shortest text that reads back to exactly `v` (std::to_chars), in plain digits for magnitudes
+// from 1e-5 to 1e16 (5400000.25, not 5.40000025e+06): how world coordinates are written.
 std::string exact_number(double v);
 
 }  // namespace sl

@@ -861,7 +861,8 @@ void write_pcd(const std::string& path, const PointCloud& cloud, PcdDataMode mod
         if (std::isnan(v)) {
           e = std::copy_n("nan", 3, buf);
         } else if (axis[f] >= 0) {
-          e = std::to_chars(buf, buf + sizeof buf, world_at(f, i)).ptr;  // shortest text of the double
+          const std::string w = exact_number(world_at(f, i));  // shortest text of the double
+          e = std::copy(w.begin(), w.end(), buf);
         } else {
           e = std::to_chars(buf, buf + sizeof buf, v).ptr;  // shortest text that reads back exactly
         }

@@ -81,6 +81,30 @@ TEST(Origin, ParseOriginTakesAutoOrThreeNumbersAndRefusesAnythingElse) {
   EXPECT_EQ(OriginPolicy::at({500000.25, 0.1, -7}).describe(), "[500000.25, 0.1, -7]");
 }
 
+// The readers' "origin" param: "auto" or [x, y, z], checked when the pipeline is parsed.
+TEST(Origin, TheReaderParamTakesAutoOrThreeNumbersAndSaysWhatIsWrongWithAnythingElse) {
+  auto error_of = [](const std::string& origin) {
+    const std::string text = R"({"name": "o", "stages": [{"id": "scan", "type": "scan_dataset", "params": {"root": "x"}},
+      {"id": "read", "type": "read_cloud", "params": {"origin": )" + origin + R"(}},
+      {"id": "split", "type": "split_lines"}, {"id": "s", "type": "null_sink"}]})";
+    try {
+      const PipelineSpec spec = parse_pipeline(text, "o.json");
+      return "ok " + origin_of(spec.params(1)).describe();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(error_of("\"auto\""), "ok auto");
+  EXPECT_EQ(error_of("[500000, 5400000.5, -1]"), "ok [500000, 5400000.5, -1]");
+  EXPECT_EQ(error_of("[1, 2]"), "o.json: /stages/1/params/origin: expected 3 numbers, got 2");
+  EXPECT_EQ(error_of("[1, \"a\", 3]"), "o.json: /stages/1/params/origin/1: expected a number, got string \"a\"");
+  EXPECT_NE(error_of("\"autp\"").find("/stages/1/params/origin: 'autp' is not one of auto (or an array of 3 numbers)"),
+            std::string::npos)
+      << error_of("\"autp\"");
+  EXPECT_NE(error_of("true").find("/stages/1/params/origin: expected auto or an array of 3 numbers, got"), std::string::npos)
+      << error_of("true");
+}
+
 // World coordinates near UTM with random shifts (not multiples of 100), a few NaN points.
 PointCloud world_cloud(uint32_t seed, Vec3d* lo_out, std::vector<std::array<double, 3>>* world) {
   std::mt19937 rng(seed);
