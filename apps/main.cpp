@@ -3,7 +3,7 @@
 //   streamline validate PIPELINE.json [--print] [--dot FILE]
 //   streamline stages [--json]
 //   streamline doctor
-//   streamline infer --checkpoint CKPT --cloud SCENE.pcd [--lines SCENE.json] --out REFINED.json
+//   streamline infer --checkpoint CKPT --cloud SCENE.pcd [--lines SCENE.json] --out REFINED.json [--origin auto|x,y,z]
 //   streamline gen-data ROOT, streamline inspect FILE (apps/commands.cpp)
 //   streamline report RUN_DIR (apps/commands.cpp)
 //   mpirun -np N streamline run ...: data-parallel training (graph/comm.h); rank 0 speaks.
@@ -212,7 +212,8 @@ int cmd_validate(const std::string& path, const std::vector<std::string>& sets, 
 }
 
 int cmd_infer(std::string checkpoint, const std::string& cloud_path, std::string lines_path, const std::string& out,
-              const std::string& pipeline) {
+              const std::string& pipeline, const std::string& origin_text) {
+  const OriginPolicy origin = parse_origin(origin_text, "--origin");
   if (std::filesystem::is_directory(checkpoint)) {
     std::string latest = latest_checkpoint(checkpoint);
     if (latest.empty()) throw Error(checkpoint + ": no step_*.safetensors checkpoint in this folder");
@@ -222,13 +223,18 @@ int cmd_infer(std::string checkpoint, const std::string& cloud_path, std::string
   if (!format) fail(cloud_path, "unknown cloud file type (expected one of " + cloud_extensions_text() + ")");
   if (lines_path.empty())
     lines_path = (std::filesystem::path(cloud_path).parent_path() / (cloud_stem(cloud_path, *format) + ".json")).string();
-  PointCloud cloud = format->decode(cloud_path, true, nullptr);
-  LinesFile lines = read_lines_json(lines_path);
+  // The cloud in its local frame and the lines in the same one; the refined lines are written
+  // back in world coordinates (stages/io/origin.h).
+  DecodeInfo info;
+  PointCloud cloud = format->decode(cloud_path, DecodeOptions{true, origin}, &info);
+  if (info.coarse()) std::cerr << "warning: " << coarse_warning(cloud_path, info) << "\n";
+  LinesFile lines = read_lines_json(lines_path, {}, 100000, cloud.origin);
   InferReport rep;
   LinesFile refined = refine_lines(checkpoint, cloud, lines, pipeline.empty() ? "" : read_file(pipeline), &rep);
   write_lines_json(out, refined);
   std::cerr << "refined " << rep.lines << " line(s) of " << lines_path << " (" << rep.refined_pieces << " of " << rep.pieces
-            << " pieces) with " << checkpoint << " -> " << out << "\n";
+            << " pieces) with " << checkpoint << " -> " << out << " (local frame: origin "
+            << OriginPolicy::at(cloud.origin).describe() << ")\n";
   for (const auto& n : rep.notes) std::cerr << "  " << n << "\n";
   return 0;
 }
@@ -298,13 +304,16 @@ int main(int argc, char** argv) {
 
   auto* doctor = app.add_subcommand("doctor", "versions, devices, and what device \"auto\" picks and why");
 
-  std::string ckpt, cloud, lines_in, out, infer_pipeline;
+  std::string ckpt, cloud, lines_in, out, infer_pipeline, infer_origin = "auto";
   auto* infer = app.add_subcommand("infer", "refine the lines of a scene with a trained checkpoint; writes lines JSON");
   infer->add_option("--checkpoint", ckpt, "checkpoint file, or a run folder (its latest checkpoint)")->required();
   infer->add_option("--cloud", cloud, "the scene: a cloud of any format (" + sl::cloud_extensions_text() + ")")->required();
   infer->add_option("--lines", lines_in, "lines JSON to refine (default: <stem>.json beside the cloud)");
   infer->add_option("--out", out, "where to write the refined lines JSON")->required();
   infer->add_option("--pipeline", infer_pipeline, "training pipeline for the preprocessing (default: the one recorded in the checkpoint)");
+  infer->add_option("--origin", infer_origin,
+                    "local frame of the computation: auto (as read_cloud's default) or x,y,z; the refined lines are "
+                    "written in world coordinates either way");
 
   sl::add_commands(app);
 
@@ -330,7 +339,7 @@ int main(int argc, char** argv) {
       std::cout << (json ? sl::StageRegistry::instance().to_json() + "\n" : sl::StageRegistry::instance().to_text());
       return checked_stdout(0);
     }
-    if (*infer) return checked_stdout(sl::cmd_infer(ckpt, cloud, lines_in, out, infer_pipeline));
+    if (*infer) return checked_stdout(sl::cmd_infer(ckpt, cloud, lines_in, out, infer_pipeline, infer_origin));
     if (*doctor) {
       std::cout << sl::doctor_report();
       return checked_stdout(0);

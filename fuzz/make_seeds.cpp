@@ -2,6 +2,7 @@
 // layout the readers support, made with our writers (the same ones the tests round-trip) and by
 // hand where a writer does not produce the layout (PCD v0.5, integer types, COUNT > 1, padding,
 // organized clouds with NaN, CRLF headers). Usage: fuzz_seeds <out>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -173,6 +174,36 @@ std::string safetensors_header_only(const std::string& header) {
   return s + header;
 }
 
+void las_seeds() {
+  // Every version with its formats (the writer), extra bytes, VLRs, EVLRs, padding; a file whose
+  // offset is 0 with points at UTM; and LAZ / COPC markers (refused).
+  PointCloud c = random_cloud(9, {"x", "y", "z", "intensity"}, 4);
+  for (auto& v : c.columns[3]) v = std::fabs(v) / 50.f;
+  c.origin = {500000, 5400000, 0};
+  for (int minor = 0; minor <= 4; ++minor)
+    for (int fmt : {0, 1, 2, 3, 5, 6, 8, 10}) {
+      const int need = fmt >= 6 ? 4 : fmt >= 4 ? 3 : fmt >= 2 ? 2 : 0;
+      if (minor < need) continue;
+      LasWriteOptions o;
+      o.version_minor = minor, o.point_format = fmt;
+      o.extra_bytes = uint16_t(fmt % 3);
+      if (fmt % 2 == 0) o.vlrs = {{"LASF_Projection", 34735, std::string(16, '\1'), "geokeys"}};
+      if (minor == 4 && fmt >= 6) o.evlrs = {{"LASF_Spec", 4, std::string(24, '\2'), "evlr"}};
+      o.header_padding = uint16_t(minor == 1 ? 4 : 0);
+      o.legacy_count = fmt != 1;
+      save("las", "v1" + std::to_string(minor) + "_f" + std::to_string(fmt), las_bytes("seed.las", c, o));
+    }
+  LasWriteOptions zero;
+  zero.version_minor = 2, zero.point_format = 0, zero.auto_offset = false, zero.scale = {0.01, 0.01, 0.01};
+  save("las", "offset0_utm", las_bytes("seed.las", c, zero));
+  std::string laz = las_bytes("seed.las", c, zero);
+  laz[104] = char(0x80);
+  save("las", "laz_bit7", laz);
+  LasWriteOptions copc;
+  copc.vlrs = {{"copc", 1, std::string(160, '\0'), "copc info"}};
+  save("las", "copc_vlr", las_bytes("seed.las", c, copc));
+}
+
 void lines_seeds() {
   const std::string tmp = fuzz::scratch_dir() + "/seed.json";
   LinesFile lf;
@@ -292,6 +323,7 @@ int main(int argc, char** argv) {
   pcd_seeds();
   kitti_seeds();
   ply_seeds();
+  las_seeds();
   lines_seeds();
   pipeline_seeds();
   checkpoint_seeds();

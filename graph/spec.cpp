@@ -161,6 +161,27 @@ static void check_value(const ParamSpec& p, Value& v, const std::string& where, 
       }
       break;
     }
+    case ParamType::FloatsOrChoice: {
+      std::string all;
+      for (const auto& c : p.choices) all += (all.empty() ? "" : ", ") + c;
+      const std::string n = p.list_size ? std::to_string(p.list_size) + " " : "";
+      if (v.IsString()) {
+        if (std::find(p.choices.begin(), p.choices.end(), v.GetString()) == p.choices.end())
+          fail(where, "'" + std::string(v.GetString()) + "' is not one of " + all + " (or an array of " + n + "numbers)" +
+                          did_you_mean(v.GetString(), p.choices));
+        break;
+      }
+      if (!v.IsArray()) fail(where, "expected " + all + " or an array of " + n + "numbers, got " + describe(v));
+      if (p.list_size && v.Size() != p.list_size)
+        fail(where, "expected " + std::to_string(p.list_size) + " numbers, got " + std::to_string(v.Size()));
+      rapidjson::SizeType i = 0;
+      for (auto& e : v.GetArray()) {
+        std::string w = where + "/" + std::to_string(i++);
+        if (!e.IsNumber()) fail(w, "expected a number, got " + describe(e));
+        check_number(p, e, w);
+      }
+      break;
+    }
     case ParamType::Object:
       if (!v.IsObject()) fail(where, "expected an object, got " + describe(v));
       check_object(p.fields, v, where, a, "key");
