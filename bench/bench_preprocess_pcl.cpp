@@ -45,7 +45,7 @@
 #include "graph/engine.h"
 #include "graph/memory.h"
 #include "graph/spec.h"
-#include "stages/geometry/perturb.h"
+#include "stages/geometry/polyline.h"
 #include "stages/geometry/rng.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/mapped_file.h"
