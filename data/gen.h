@@ -84,7 +84,7 @@ void generate_dataset(const std::string& root, const GenConfig& cfg);
 // root/map.osm or root/map.geojson, holding every scene's lines, all in UTM (zone cfg.utm_zone,
 // north; cfg.offset, or kMapOffset when that is {0, 0, 0}):
 //  - Lanelet2 (as JOSM and Lanelet2's writer write it): nodes with lat/lon from the inverse UTM
-//    projection (11 decimals, about 1 micrometre) and `ele` (4 decimals); no local_x/local_y, which in
+//    projection (11 decimals, about 1 micrometre) and `ele` (exact: the shortest text of the double); no local_x/local_y, which in
 //    Autoware maps mean an MGRS square's frame, not UTM. Markings are ways type=line_thin with
 //    subtype solid or dashed, curbs type=curbstone subtype=high. Every line is two ways that share the
 //    node where they meet (maps split lines where lanelets end), and each lane is two lanelet

@@ -51,7 +51,7 @@ std::string lanelet2_text(const std::vector<SceneLines>& scenes, const Projectio
         const auto ll = utm.inverse(w[0], w[1]);
         ids.push_back(next_id);
         nodes += "  <node id=\"" + std::to_string(next_id++) + "\" version=\"1\" lat=\"" + format_degrees(ll[0]) +
-                 "\" lon=\"" + format_degrees(ll[1]) + "\">\n    <tag k=\"ele\" v=\"" + format_fixed(w[2], 4) +
+                 "\" lon=\"" + format_degrees(ll[1]) + "\">\n    <tag k=\"ele\" v=\"" + format_shortest(w[2]) +
                  "\"/>\n  </node>\n";
       }
       node_ids[s].push_back(std::move(ids));
