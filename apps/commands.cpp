@@ -1,5 +1,6 @@
 // Data tools of the CLI:
 //   streamline gen-data ROOT [--seed N] [--train N] [--val N] [--format pcd|bin|nuscenes|ply|las] [--offset E,N,Z]
+//                          [--map lanelet2|geojson] [--utm-zone Z]
 //   streamline inspect FILE [--json] [--render OUT.png] [--lines LINES.json] [--meters M] [--size PX]
 //   streamline inspect MAP.osm|MAP.geojson [--json] [--projection KIND] [--map-origin LAT LON]
 //   streamline report RUN_DIR
@@ -38,6 +39,8 @@ struct GenArgs {
   int train = GenConfig{}.train_scenes, val = GenConfig{}.val_scenes;
   std::string format = GenConfig{}.cloud_format;
   std::string offset;  // "E,N,Z" (empty: the sensor frame)
+  std::string map;     // "", lanelet2, geojson
+  int utm_zone = GenConfig{}.utm_zone;
 };
 struct InspectArgs {
   std::string file, render, lines, origin = "auto";
@@ -99,6 +102,8 @@ int cmd_gen_data(const GenArgs& a) {
   cfg.train_scenes = a.train;
   cfg.val_scenes = a.val;
   cfg.cloud_format = a.format;
+  cfg.map = a.map;
+  cfg.utm_zone = a.utm_zone;
   if (!a.offset.empty()) {
     const OriginPolicy o = parse_origin(a.offset, "gen-data --offset");
     if (o.automatic) fail("gen-data --offset", "expected E,N,Z (e.g. 500000,5400000,0), not auto");
@@ -119,12 +124,28 @@ int cmd_gen_data(const GenArgs& a) {
       const CloudFormat& format = cloud_format(a.format, "gen-data --format");
       const std::string cloud = base.string() + format.extension, json = base.string() + ".json";
       sp += format.count(cloud);
+      bytes += fs::file_size(cloud);
+      if (!a.map.empty()) continue;  // the lines are in the map
       sn += (int64_t)read_lines_json(json).lines.size();
-      bytes += fs::file_size(cloud) + fs::file_size(json);
+      bytes += fs::file_size(json);
     }
-    std::printf("%s: %d scenes, %lld points, %lld lines in %s\n", split, n, (long long)sp, (long long)sn,
-                (fs::path(a.root) / split).string().c_str());
+    if (a.map.empty())
+      std::printf("%s: %d scenes, %lld points, %lld lines in %s\n", split, n, (long long)sp, (long long)sn,
+                  (fs::path(a.root) / split).string().c_str());
+    else
+      std::printf("%s: %d scenes, %lld points in %s\n", split, n, (long long)sp, (fs::path(a.root) / split).string().c_str());
     scenes += n, points += sp, lines += sn;
+  }
+  if (!a.map.empty()) {
+    // What the map holds, read back as the pipeline will read it.
+    const std::string path = map_path(a.root, cfg);
+    const MapSummary s = summarize(read_vector_map(path));
+    lines = s.lines;
+    bytes += fs::file_size(path);
+    std::string cats;
+    for (const auto& [name, c] : s.categories) cats += (cats.empty() ? "" : ", ") + name + " " + std::to_string(c.lines);
+    std::printf("map: %lld lines (%s), %lld vertices (%lld shared by two lines) in %s, %s\n", (long long)s.lines,
+                cats.c_str(), (long long)s.vertices, (long long)s.shared_vertices, path.c_str(), s.frame.c_str());
   }
   std::printf("wrote %lld scenes (%lld points, %lld lines, %.1f MB) to %s in %.2f s (seed %llu)\n",
               (long long)scenes, (long long)points, (long long)lines, bytes / 1e6, a.root.c_str(), secs,
@@ -232,6 +253,13 @@ void add_commands(CLI::App& app) {
   c.gen->add_option("--offset", c.g.offset,
                     "E,N,Z: place the scenes in a world frame, e.g. UTM 500000,5400000,0 (clouds and lines in world "
                     "coordinates, double: PCD F 8, PLY double, LAS; not bin/nuscenes)");
+  c.gen->add_option("--map", c.g.map,
+                    "write one vector map of every scene's lines instead of a lines JSON per scene: lanelet2 "
+                    "(ROOT/map.osm) or geojson (ROOT/map.geojson); the scenes are placed 400 m apart in UTM from "
+                    "--offset (default 500000,5400000,0)")
+      ->check(CLI::IsMember({"lanelet2", "geojson"}));
+  c.gen->add_option("--utm-zone", c.g.utm_zone, "--map: the UTM zone (north) of the coordinates, for lat/lon")
+      ->check(CLI::Range(1, 60));
 
   c.inspect = app.add_subcommand("inspect", "what a cloud (" + cloud_extensions_text() + ") or lines .json file holds; optionally a top-down PNG");
   c.inspect->add_option("file", c.i.file, "the file to inspect")->required();

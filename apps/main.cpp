@@ -4,6 +4,8 @@
 //   streamline stages [--json]
 //   streamline doctor
 //   streamline infer --checkpoint CKPT --cloud SCENE.pcd [--lines SCENE.json] --out REFINED.json [--origin auto|x,y,z]
+//   streamline infer --checkpoint CKPT --cloud TILE.las [--cloud ...] --map MAP.osm|.geojson --out REFINED.osm|.geojson
+//                    [--categories a,b] [--projection KIND] [--map-origin LAT LON]
 //   streamline gen-data ROOT, streamline inspect FILE (apps/commands.cpp)
 //   streamline report RUN_DIR (apps/commands.cpp)
 //   mpirun -np N streamline run ...: data-parallel training (graph/comm.h); rank 0 speaks.
@@ -19,6 +21,7 @@
 #include <filesystem>
 #include <optional>
 #include <iostream>
+#include <set>
 
 #include <CLI/CLI.hpp>
 
@@ -36,7 +39,9 @@
 #include "stages/io/formats.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"
+#include "stages/io/map_lines.h"
 #include "stages/train/infer.h"
+#include "stages/train/refine_map.h"
 #include "stages/train/checkpoints.h"
 
 namespace {
@@ -211,14 +216,20 @@ int cmd_validate(const std::string& path, const std::vector<std::string>& sets, 
   }
 }
 
-int cmd_infer(std::string checkpoint, const std::string& cloud_path, std::string lines_path, const std::string& out,
-              const std::string& pipeline, const std::string& origin_text) {
-  const OriginPolicy origin = parse_origin(origin_text, "--origin");
+// The checkpoint a path stands for: a run folder's latest, or the file itself.
+std::string checkpoint_of(std::string checkpoint) {
   if (std::filesystem::is_directory(checkpoint)) {
     std::string latest = latest_checkpoint(checkpoint);
     if (latest.empty()) throw Error(checkpoint + ": no step_*.safetensors checkpoint in this folder");
     checkpoint = latest;
   }
+  return checkpoint;
+}
+
+int cmd_infer(std::string checkpoint, const std::string& cloud_path, std::string lines_path, const std::string& out,
+              const std::string& pipeline, const std::string& origin_text) {
+  const OriginPolicy origin = parse_origin(origin_text, "--origin");
+  checkpoint = checkpoint_of(checkpoint);
   const CloudFormat* format = format_of_path(cloud_path);
   if (!format) fail(cloud_path, "unknown cloud file type (expected one of " + cloud_extensions_text() + ")");
   if (lines_path.empty())
@@ -236,6 +247,82 @@ int cmd_infer(std::string checkpoint, const std::string& cloud_path, std::string
             << " pieces) with " << checkpoint << " -> " << out << " (local frame: origin "
             << OriginPolicy::at(cloud.origin).describe() << ")\n";
   for (const auto& n : rep.notes) std::cerr << "  " << n << "\n";
+  return 0;
+}
+
+struct InferMapArgs {
+  std::string map;
+  std::vector<std::string> categories;
+  ProjectionSpec projection;
+  std::vector<double> map_origin;
+  std::string category_property = "type", subtype_property = "subtype";
+  double margin = 0, min_length = 1.0;
+};
+
+// infer on a vector map: the map's lines on the clouds refined, the map written back in its format
+// with only the refined lines' vertices moved (stages/train/refine_map.h).
+int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds, const InferMapArgs& a,
+                  const std::string& out, const std::string& pipeline, const std::string& origin_text) {
+  auto lower_ext = [](const std::string& p) {
+    std::string e = std::filesystem::path(p).extension().string();
+    for (auto& c : e) c = char(std::tolower((unsigned char)c));
+    return e;
+  };
+  if (lower_ext(out) != lower_ext(a.map))
+    fail(out, "the refined map is written in the map's own format: name it with the extension of " + a.map);
+  const OriginPolicy origin = parse_origin(origin_text, "--origin");
+  checkpoint = checkpoint_of(checkpoint);
+  const std::string pipeline_json = pipeline.empty() ? "" : read_file(pipeline);
+  MapReadOptions mo;
+  mo.projection = a.projection;
+  if (a.map_origin.size() == 2) mo.projection.origin_lat = a.map_origin[0], mo.projection.origin_lon = a.map_origin[1];
+  mo.category_property = a.category_property;
+  mo.subtype_property = a.subtype_property;
+  check_projection_spec(mo.projection, "--projection");
+  const std::shared_ptr<const SharedMap> map = load_map_shared(a.map, mo);
+  MapRefineOptions ro;
+  const bool from_checkpoint = a.categories.empty();
+  ro.categories = from_checkpoint ? trained_categories(checkpoint, pipeline_json) : a.categories;
+  ro.margin = a.margin;
+  ro.min_length = a.min_length;
+  ro.pipeline_json = pipeline_json;
+  // Every cloud in the first one's local frame (its auto origin, or --origin), merged: a piece near
+  // the border of two tiles is cropped from both.
+  std::vector<PointCloud> decoded;
+  std::vector<BoxXY> boxes;
+  OriginPolicy policy = origin;
+  for (const auto& path : clouds) {
+    const CloudFormat* format = format_of_path(path);
+    if (!format) fail(path, "unknown cloud file type (expected one of " + cloud_extensions_text() + ")");
+    DecodeInfo info;
+    decoded.push_back(format->decode(path, DecodeOptions{true, policy}, &info));
+    if (info.coarse()) std::cerr << "warning: " << coarse_warning(path, info) << "\n";
+    if (decoded.back().size() == 0) fail(path, "no valid points");
+    decoded.back().fields = {"x", "y", "z", "intensity"};
+    boxes.push_back(cloud_box(decoded.back()));
+    policy = OriginPolicy::at(decoded.back().origin);
+  }
+  const PointCloud cloud = merge_clouds(std::move(decoded));
+  MapRefineReport rep;
+  const std::vector<Vec3d> d = refine_map(checkpoint, *map, cloud, boxes, ro, &rep);
+  const MapWriteReport w = write_vector_map(out, map->map, d);
+  std::string cats;
+  for (const auto& c : ro.categories) cats += (cats.empty() ? "" : ", ") + c;
+  std::cerr << "refined " << a.map << " (" << map->map.frame << ") over " << clouds.size() << " cloud(s) with "
+            << checkpoint << " -> " << out << " (" << w.moved_vertices << " vertices written moved"
+            << (w.dropped_z ? ", " + std::to_string(w.dropped_z) + " of them without a height to move" : std::string()) << ")\n";
+  std::cerr << "  categories: " << (cats.empty() ? std::string("all") : cats)
+            << (from_checkpoint ? " (the checkpoint's; --categories to choose)" : "") << "; local frame: origin "
+            << OriginPolicy::at(cloud.origin).describe() << "\n";
+  if (rep.categories.empty()) {
+    std::set<std::string> have;
+    for (const auto& l : map->map.lines) have.insert(l.category);
+    std::string all;
+    for (const auto& c : have) all += (all.empty() ? "" : ", ") + c;
+    std::cerr << "  no line of these categories in the map (it has: " << all << ")\n";
+  } else {
+    std::cerr << to_text(rep);
+  }
   return 0;
 }
 
@@ -304,12 +391,41 @@ int main(int argc, char** argv) {
 
   auto* doctor = app.add_subcommand("doctor", "versions, devices, and what device \"auto\" picks and why");
 
-  std::string ckpt, cloud, lines_in, out, infer_pipeline, infer_origin = "auto";
-  auto* infer = app.add_subcommand("infer", "refine the lines of a scene with a trained checkpoint; writes lines JSON");
+  std::string ckpt, lines_in, out, infer_pipeline, infer_origin = "auto";
+  std::vector<std::string> infer_clouds;
+  sl::InferMapArgs infer_map;
+  auto* infer = app.add_subcommand("infer", "refine the lines of a scene (lines JSON) or of a vector map over clouds with a "
+                                            "trained checkpoint; writes the refined lines in the format they came in");
   infer->add_option("--checkpoint", ckpt, "checkpoint file, or a run folder (its latest checkpoint)")->required();
-  infer->add_option("--cloud", cloud, "the scene: a cloud of any format (" + sl::cloud_extensions_text() + ")")->required();
-  infer->add_option("--lines", lines_in, "lines JSON to refine (default: <stem>.json beside the cloud)");
-  infer->add_option("--out", out, "where to write the refined lines JSON")->required();
+  infer->add_option("--cloud", infer_clouds, "the scene: a cloud of any format (" + sl::cloud_extensions_text() +
+                                                 "); with --map, one or more (repeat --cloud)")->required();
+  auto* lines_opt = infer->add_option("--lines", lines_in, "lines JSON to refine (default: <stem>.json beside the cloud)");
+  auto* map_opt = infer->add_option("--map", infer_map.map, "a vector map (Lanelet2 .osm, .geojson) whose lines on the clouds are refined; "
+                                            "--out is then the refined map, in the same format")
+      ->excludes(lines_opt);
+  infer->add_option("--categories", infer_map.categories,
+                    "--map: the categories to refine, comma-separated (line_thin takes every line_thin:<subtype>; default: "
+                    "those the checkpoint was trained on)")
+      ->delimiter(',')
+      ->needs(map_opt);
+  infer->add_option("--projection", infer_map.projection.kind,
+                    "--map: the map's world frame: auto, utm, mgrs, transverse_mercator or local (as read_map_lines)")
+      ->check(CLI::IsMember({"auto", "utm", "mgrs", "transverse_mercator", "local"}))
+      ->needs(map_opt);
+  infer->add_option("--map-origin", infer_map.map_origin, "--map: LAT LON of the map origin (UTM zone, MGRS square, TM centre)")
+      ->expected(2)
+      ->needs(map_opt);
+  infer->add_option("--category-property", infer_map.category_property, "--map, GeoJSON: the property holding the category")
+      ->needs(map_opt);
+  infer->add_option("--subtype-property", infer_map.subtype_property, "--map, GeoJSON: the subtype property (\"\": none)")
+      ->needs(map_opt);
+  infer->add_option("--margin", infer_map.margin, "--map: metres each cloud's xy box is grown by before lines are cut to it")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(map_opt);
+  infer->add_option("--min-length", infer_map.min_length, "--map: parts of lines cut by the boxes shorter than this are left as given")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(map_opt);
+  infer->add_option("--out", out, "where to write the refined lines JSON (with --map: the refined map)")->required();
   infer->add_option("--pipeline", infer_pipeline, "training pipeline for the preprocessing (default: the one recorded in the checkpoint)");
   infer->add_option("--origin", infer_origin,
                     "local frame of the computation: auto (as read_cloud's default) or x,y,z; the refined lines are "
@@ -339,7 +455,15 @@ int main(int argc, char** argv) {
       std::cout << (json ? sl::StageRegistry::instance().to_json() + "\n" : sl::StageRegistry::instance().to_text());
       return checked_stdout(0);
     }
-    if (*infer) return checked_stdout(sl::cmd_infer(ckpt, cloud, lines_in, out, infer_pipeline, infer_origin));
+    if (*infer) {
+      if (!infer_map.map.empty())
+        return checked_stdout(sl::cmd_infer_map(ckpt, infer_clouds, infer_map, out, infer_pipeline, infer_origin));
+      if (infer_clouds.size() != 1) {
+        std::cerr << "error: infer --lines takes one --cloud (several clouds go with --map)\n";
+        return kExitUsage;
+      }
+      return checked_stdout(sl::cmd_infer(ckpt, infer_clouds[0], lines_in, out, infer_pipeline, infer_origin));
+    }
     if (*doctor) {
       std::cout << sl::doctor_report();
       return checked_stdout(0);

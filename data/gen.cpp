@@ -335,7 +335,8 @@ SyntheticScene generate_scene(const GenConfig& cfg, uint64_t seed) {
   // Lines: each marking's centerline on the road surface, each curb's top edge on the raised
   // surface, sampled every vertex_spacing along s.
   const int n_v = std::max(2, (int)std::lround(2 * cfg.line_half_length / cfg.vertex_spacing) + 1);
-  auto add_line = [&](const char* cat, double u, double lift) {
+  auto add_line = [&](const char* cat, const char* subtype, double u, double lift) {
+    out.line_subtype.push_back(subtype);
     Polyline l;
     l.id = (int64_t)out.lines.size(), l.category = cat;
     for (int i = 0; i < n_v; ++i) {
@@ -346,13 +347,14 @@ SyntheticScene generate_scene(const GenConfig& cfg, uint64_t seed) {
     }
     out.lines.push_back(std::move(l));
   };
-  for (const Marking& m : w.markings) add_line("lane_marking", m.u, 0);
-  add_line("curb", -w.curb_u, w.curb_h);
-  add_line("curb", w.curb_u, w.curb_h);
+  for (const Marking& m : w.markings) add_line("lane_marking", m.dashed ? "dashed" : "solid", m.u, 0);
+  add_line("curb", "high", -w.curb_u, w.curb_h);
+  add_line("curb", "high", w.curb_u, w.curb_h);
   return out;
 }
 
 void generate_dataset(const std::string& root, const GenConfig& cfg) {
+  if (!cfg.map.empty()) return generate_map_dataset(root, cfg);
   const CloudFormat& format = cloud_format(cfg.cloud_format, root);
   if (!format.write) fail(root, "the " + format.name + " format is read only: it cannot be written");
   struct Job { int split, index; };

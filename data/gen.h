@@ -48,11 +48,22 @@ struct GenConfig {
   // F 8, PLY double, LAS scaled ints; a float32 format refuses); {0, 0, 0} writes the sensor
   // frame as before, float32.
   std::array<double, 3> offset{0, 0, 0};
+  // One vector map over every scene instead of a lines JSON beside each cloud: "" (lines JSON),
+  // "lanelet2" (ROOT/map.osm) or "geojson" (ROOT/map.geojson). The scenes (train, then val) are
+  // placed on a grid map_spacing metres apart from `offset` (kMapOffset when {0, 0, 0}), in UTM zone
+  // utm_zone north (map_dataset below), so one map covers them all.
+  std::string map;
+  int utm_zone = 32;
+  double map_spacing = 400;  // m: clouds reach 80 m and lines 45 m from their sensor, so none overlap
 };
+
+// Where map datasets are placed when GenConfig::offset is not set: UTM zone 32N, on its central meridian.
+constexpr std::array<double, 3> kMapOffset{500000, 5400000, 0};
 
 struct SyntheticScene {
   PointCloud cloud;  // fields x, y, z, intensity
   std::vector<Polyline> lines;
+  std::vector<std::string> line_subtype;  // per line: "solid" / "dashed" (markings), "high" (curbs)
 };
 
 // The seed of scene `index` of a split (0 = train, 1 = val): a scene depends only on it.
@@ -68,5 +79,22 @@ SyntheticScene generate_scene(const GenConfig& cfg, uint64_t seed);
 // to the format's precision (LAS: 1 mm steps, intensity in 1/65535), and with cfg.offset they
 // are the same scenes moved by it.
 void generate_dataset(const std::string& root, const GenConfig& cfg);
+
+// A map dataset (cfg.map set): root/{train,val}/scene_NNNN.<cloud> (no lines JSON) and one map,
+// root/map.osm or root/map.geojson, holding every scene's lines, all in UTM (zone cfg.utm_zone,
+// north; cfg.offset, or kMapOffset when that is {0, 0, 0}):
+//  - Lanelet2 (as JOSM and Lanelet2's writer write it): nodes with lat/lon from the inverse UTM
+//    projection (11 decimals, about 1 micrometre) and `ele` (exact: the shortest text of the double); no local_x/local_y, which in
+//    Autoware maps mean an MGRS square's frame, not UTM. Markings are ways type=line_thin with
+//    subtype solid or dashed, curbs type=curbstone subtype=high. Every line is two ways that share the
+//    node where they meet (maps split lines where lanelets end), and each lane is two lanelet
+//    relations (left and right: the markings either side).
+//  - GeoJSON (RFC 7946): one LineString feature per line, [lon, lat, z] in the shortest text that
+//    reads back exactly, properties type, subtype and scene.
+// Read with projection utm (what `auto` picks for lat/lon) the lines come back in the clouds' frame,
+// each on its own scene, to about a micrometre.
+void generate_map_dataset(const std::string& root, const GenConfig& cfg);         // generate_dataset calls it when cfg.map is set
+std::array<double, 3> scene_offset(const GenConfig& cfg, int split, int index);  // world position of a scene's sensor frame
+std::string map_path(const std::string& root, const GenConfig& cfg);             // root/map.osm or root/map.geojson
 
 }  // namespace sl

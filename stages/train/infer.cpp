@@ -1,5 +1,6 @@
 #include "stages/train/infer.h"
 
+#include <algorithm>
 #include <memory>
 
 #include <rapidjson/document.h>
@@ -63,8 +64,9 @@ Replay replay_of(const PipelineSpec& spec, const std::string& where) {
 
 }  // namespace
 
-LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, const LinesFile& lines,
-                       const std::string& pipeline_json, InferReport* report) {
+std::vector<RefinedPiece> refine_pieces(const std::string& checkpoint, const PointCloud& cloud, const LinesFile& lines,
+                                        const std::string& pipeline_json, InferReport* report, int batch) {
+  if (batch < 1) throw Error("refine_pieces: batch must be at least 1");
   std::string text = pipeline_json, where = "pipeline";
   const bool recorded = text.empty();  // a checkpoint's own record never loads plugins by itself
   if (recorded) {
@@ -105,6 +107,7 @@ LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, c
     int64_t line = 0, piece = 0;
     std::vector<std::array<float, 3>> given;
     std::shared_ptr<Sample> sample;  // null: a stage dropped it (left as given)
+    std::string note;
   };
   std::vector<Piece> pieces;
   // A stage may drop a piece (an error, or a reject such as too few points near the line): that
@@ -115,7 +118,7 @@ LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, c
   replay.stages[0]->process(std::shared_ptr<const Scene>(scene), Position{}, first, ctx);
   for (auto& item : first.items) {
     auto s = std::get<std::shared_ptr<Sample>>(item);
-    Piece p{s->line_index, s->piece, {}, s};
+    Piece p{s->line_index, s->piece, {}, s, {}};
     if (s->tensors.count("line")) p.given = polyline_of(s->at("line")).points;
     pieces.push_back(std::move(p));
   }
@@ -133,10 +136,10 @@ LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, c
         fail(where, "stage '" + replay.ids[k] + "' made " + std::to_string(out.items.size()) +
                         " samples of one; inference needs one per piece");
       if (out.items.empty() || !rejected.empty()) {
+        p.note = replay.ids[k] + ": " + (rejected.empty() ? "dropped" : rejected);
         if (report)
           report->notes.push_back("line " + std::to_string(lines.lines[size_t(p.line)].id) + " piece " +
-                                  std::to_string(p.piece) + ": " + replay.ids[k] + ": " +
-                                  (rejected.empty() ? "dropped" : rejected) + "; left as given");
+                                  std::to_string(p.piece) + ": " + p.note + "; left as given");
         p.sample = nullptr;
         continue;
       }
@@ -164,14 +167,27 @@ LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, c
   }
   const int B = L > 0 ? int(noisy.size() / (size_t(L) * 3)) : 0;
   std::vector<float> pred(size_t(B) * size_t(std::max<int64_t>(L, 0)) * 3);
-  if (B > 0) model.forward(context.data(), noisy.data(), B, int(P), int(L), pred.data());
+  for (int b0 = 0; b0 < B; b0 += batch) {
+    const int n = std::min(batch, B - b0);
+    model.forward(context.data() + size_t(b0) * size_t(P) * size_t(replay.model.in_channels),
+                  noisy.data() + size_t(b0) * size_t(L) * 3, n, int(P), int(L), pred.data() + size_t(b0) * size_t(L) * 3);
+  }
 
   // Back to the world: the refined piece is noisy + predicted offset, out of the sample's frame.
-  std::vector<std::vector<std::array<float, 3>>> refined(pieces.size());
+  std::vector<RefinedPiece> out(pieces.size());
   int row = 0;
   for (size_t i = 0; i < pieces.size(); ++i) {
+    RefinedPiece& r = out[i];
+    r.line = pieces[i].line;
+    r.piece = pieces[i].piece;
+    r.given = pieces[i].given;
+    r.note = pieces[i].note;
+    if (report) {
+      report->pieces++;
+      report->refined_pieces += pieces[i].sample != nullptr;
+    }
     if (!pieces[i].sample) {
-      refined[i] = pieces[i].given;
+      r.refined = pieces[i].given;
       continue;
     }
     Frame f;
@@ -182,10 +198,20 @@ LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, c
     for (int64_t j = 0; j < L; ++j) {
       const float* q = &noisy[(size_t(row) * L + j) * 3];
       const float* d = &pred[(size_t(row) * L + j) * 3];
-      refined[i].push_back(f.to_world({q[0] + d[0], q[1] + d[1], q[2] + d[2]}));
+      r.refined.push_back(f.to_world({q[0] + d[0], q[1] + d[1], q[2] + d[2]}));
+      const auto w = f.offset_to_world({d[0], d[1], d[2]});
+      r.offset.push_back({double(w[0]), double(w[1]), double(w[2])});
     }
     ++row;
   }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const RefinedPiece& a, const RefinedPiece& b) { return a.line != b.line ? a.line < b.line : a.piece < b.piece; });
+  return out;
+}
+
+LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, const LinesFile& lines,
+                       const std::string& pipeline_json, InferReport* report) {
+  const std::vector<RefinedPiece> pieces = refine_pieces(checkpoint, cloud, lines, pipeline_json, report);
   // Pieces of one line share their end points: the refined line averages the two estimates.
   LinesFile out;
   out.frame = lines.frame;
@@ -194,13 +220,9 @@ LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, c
     Polyline pl;
     pl.id = lines.lines[l].id;
     pl.category = lines.lines[l].category;
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      if (pieces[i].line != int64_t(l)) continue;
-      const auto& pts = refined[i];
-      if (report) {
-        report->pieces++;
-        report->refined_pieces += pieces[i].sample != nullptr;
-      }
+    for (const RefinedPiece& p : pieces) {
+      if (p.line != int64_t(l)) continue;
+      const auto& pts = p.refined;
       if (pts.empty()) continue;
       size_t start = 0;
       if (!pl.points.empty()) {

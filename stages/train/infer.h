@@ -5,7 +5,9 @@
 // dataset's stages (scan, readers, batch, trainer) and augmentations are left out. A stage added
 // to the pipeline therefore changes training and inference alike.
 #pragma once
+#include <array>
 #include <string>
+#include <vector>
 
 #include "graph/message.h"
 #include "stages/io/lines_json.h"
@@ -23,5 +25,24 @@ struct InferReport {
 // carries that origin, so write_lines_json writes it in world coordinates.
 LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, const LinesFile& lines,
                        const std::string& pipeline_json, InferReport* report);
+
+// One piece of a line as inference made it: what refine_lines joins into lines, and what the
+// map write-back (stages/train/refine_map.h) moves a map's own vertices by.
+struct RefinedPiece {
+  int64_t line = 0;   // index into lines.lines
+  int64_t piece = 0;  // place along the line (the pieces of a line tile it, in order)
+  std::vector<std::array<float, 3>> given;    // the piece as the pipeline cut it (local frame)
+  std::vector<std::array<float, 3>> refined;  // the refined piece's L points (local frame); `given` when left as given
+  // The model's L offsets (refined - given, metres, world axes: the sample frame's rotation undone) at
+  // L points equally spaced by arc length along `given` from its first to its last point (the given
+  // piece resampled, as perturb_line's inference form does). Empty when the piece was left as given.
+  std::vector<std::array<double, 3>> offset;
+  std::string note;  // why it was left as given
+};
+
+// refine_lines' work, piece by piece, in line order then piece order. The model runs on batches of
+// at most `batch` pieces (a whole map's pieces at once would not fit in memory).
+std::vector<RefinedPiece> refine_pieces(const std::string& checkpoint, const PointCloud& cloud, const LinesFile& lines,
+                                        const std::string& pipeline_json, InferReport* report, int batch = 64);
 
 }  // namespace sl

@@ -1,0 +1,179 @@
+// gen-data's map datasets (data/gen.h: generate_map_dataset): the synthetic scenes on a UTM grid,
+// their clouds written as for a lines-JSON dataset, their lines in one Lanelet2 or GeoJSON map.
+#include <tbb/parallel_for.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "data/gen.h"
+#include "graph/atomic_file.h"
+#include "graph/error.h"
+#include "stages/io/formats.h"
+#include "stages/io/map_numbers.h"
+#include "stages/io/projection.h"
+
+namespace sl {
+namespace {
+
+struct SceneLines {
+  std::string name;  // "train/scene_0000"
+  std::array<double, 3> offset{0, 0, 0};
+  std::vector<Polyline> lines;
+  std::vector<std::string> subtype;
+};
+
+std::array<double, 3> base_offset(const GenConfig& cfg) {
+  return cfg.offset == std::array<double, 3>{0, 0, 0} ? kMapOffset : cfg.offset;
+}
+
+// Map categories of the generator's lines (Lanelet2's types: thin painted lines, raised curbs).
+const char* lanelet2_type(const std::string& category) { return category == "curb" ? "curbstone" : "line_thin"; }
+
+std::array<double, 3> world_of(const SceneLines& s, const std::array<float, 3>& p) {
+  return {double(p[0]) + s.offset[0], double(p[1]) + s.offset[1], double(p[2]) + s.offset[2]};
+}
+
+std::string lanelet2_text(const std::vector<SceneLines>& scenes, const Projection& utm) {
+  std::string nodes, ways, relations;
+  int64_t next_id = 1;
+  // Node ids first (every vertex, the shared middle one once per line), then ways, then relations:
+  // one id space for all elements, as Lanelet2 wants.
+  struct LineWays {
+    int64_t a = 0, b = 0;  // the two ways of a line
+  };
+  std::vector<std::vector<std::vector<int64_t>>> node_ids(scenes.size());
+  for (size_t s = 0; s < scenes.size(); ++s)
+    for (const auto& l : scenes[s].lines) {
+      std::vector<int64_t> ids;
+      for (const auto& p : l.points) {
+        const auto w = world_of(scenes[s], p);
+        const auto ll = utm.inverse(w[0], w[1]);
+        ids.push_back(next_id);
+        nodes += "  <node id=\"" + std::to_string(next_id++) + "\" version=\"1\" lat=\"" + format_degrees(ll[0]) +
+                 "\" lon=\"" + format_degrees(ll[1]) + "\">\n    <tag k=\"ele\" v=\"" + format_shortest(w[2]) +
+                 "\"/>\n  </node>\n";
+      }
+      node_ids[s].push_back(std::move(ids));
+    }
+  std::vector<std::vector<LineWays>> line_ways(scenes.size());
+  for (size_t s = 0; s < scenes.size(); ++s)
+    for (size_t li = 0; li < scenes[s].lines.size(); ++li) {
+      const Polyline& l = scenes[s].lines[li];
+      const std::vector<int64_t>& ids = node_ids[s][li];
+      const size_t mid = (ids.size() - 1) / 2;  // both ways hold this node
+      LineWays lw;
+      for (int half = 0; half < 2; ++half) {
+        const int64_t id = next_id++;
+        (half == 0 ? lw.a : lw.b) = id;
+        ways += "  <way id=\"" + std::to_string(id) + "\" version=\"1\">\n";
+        for (size_t k = half == 0 ? 0 : mid; k <= (half == 0 ? mid : ids.size() - 1); ++k)
+          ways += "    <nd ref=\"" + std::to_string(ids[k]) + "\"/>\n";
+        ways += std::string("    <tag k=\"type\" v=\"") + lanelet2_type(l.category) + "\"/>\n    <tag k=\"subtype\" v=\"" +
+                scenes[s].subtype[li] + "\"/>\n  </way>\n";
+      }
+      line_ways[s].push_back(lw);
+    }
+  for (size_t s = 0; s < scenes.size(); ++s) {
+    // Lanes: between consecutive markings (the generator lists them by lateral offset, right to left,
+    // curbs last); a lanelet's left bound is the marking on its left along the line's direction.
+    std::vector<size_t> markings;
+    for (size_t li = 0; li < scenes[s].lines.size(); ++li)
+      if (scenes[s].lines[li].category == "lane_marking") markings.push_back(li);
+    for (size_t k = 0; k + 1 < markings.size(); ++k)
+      for (int half = 0; half < 2; ++half) {
+        const LineWays& right = line_ways[s][markings[k]];
+        const LineWays& left = line_ways[s][markings[k + 1]];
+        relations += "  <relation id=\"" + std::to_string(next_id++) + "\" version=\"1\">\n    <member type=\"way\" ref=\"" +
+                     std::to_string(half == 0 ? left.a : left.b) + "\" role=\"left\"/>\n    <member type=\"way\" ref=\"" +
+                     std::to_string(half == 0 ? right.a : right.b) +
+                     "\" role=\"right\"/>\n    <tag k=\"type\" v=\"lanelet\"/>\n    <tag k=\"subtype\" v=\"road\"/>\n"
+                     "    <tag k=\"location\" v=\"urban\"/>\n    <tag k=\"one_way\" v=\"yes\"/>\n  </relation>\n";
+      }
+  }
+  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<osm version=\"0.6\" generator=\"streamline gen-data\">\n" + nodes +
+         ways + relations + "</osm>\n";
+}
+
+std::string geojson_text(const std::vector<SceneLines>& scenes, const Projection& utm) {
+  std::string o = "{\"type\": \"FeatureCollection\", \"features\": [";
+  bool first = true;
+  for (const auto& s : scenes)
+    for (size_t li = 0; li < s.lines.size(); ++li) {
+      const Polyline& l = s.lines[li];
+      o += first ? "\n" : ",\n";
+      first = false;
+      o += std::string("{\"type\": \"Feature\", \"properties\": {\"type\": \"") + lanelet2_type(l.category) +
+           "\", \"subtype\": \"" + s.subtype[li] + "\", \"scene\": \"" + s.name +
+           "\"}, \"geometry\": {\"type\": \"LineString\", \"coordinates\": [";
+      for (size_t k = 0; k < l.points.size(); ++k) {
+        const auto w = world_of(s, l.points[k]);
+        const auto ll = utm.inverse(w[0], w[1]);
+        o += (k ? ", [" : "[") + format_shortest(ll[1]) + ", " + format_shortest(ll[0]) + ", " + format_shortest(w[2]) + "]";
+      }
+      o += "]}}";
+    }
+  return o + "\n]}\n";
+}
+
+}  // namespace
+
+std::string map_path(const std::string& root, const GenConfig& cfg) {
+  return (std::filesystem::path(root) / (cfg.map == "geojson" ? "map.geojson" : "map.osm")).string();
+}
+
+std::array<double, 3> scene_offset(const GenConfig& cfg, int split, int index) {
+  if (cfg.map.empty()) return cfg.offset;
+  // Train scenes, then val scenes, row by row on a square grid.
+  const int total = cfg.train_scenes + cfg.val_scenes;
+  const int cols = std::max(1, int(std::ceil(std::sqrt(double(std::max(total, 1))))));
+  const int k = split == 0 ? index : cfg.train_scenes + index;
+  const auto o = base_offset(cfg);
+  return {o[0] + cfg.map_spacing * (k % cols), o[1] + cfg.map_spacing * (k / cols), o[2]};
+}
+
+void generate_map_dataset(const std::string& root, const GenConfig& cfg) {
+  if (cfg.map != "lanelet2" && cfg.map != "geojson")
+    fail(root, "unknown map format \"" + cfg.map + "\" (lanelet2 or geojson)");
+  const CloudFormat& format = cloud_format(cfg.cloud_format, root);
+  if (!format.write) fail(root, "the " + format.name + " format is read only: it cannot be written");
+  ProjectionSpec spec;
+  spec.kind = "utm";
+  spec.utm_zone = cfg.utm_zone;
+  spec.hemisphere = "north";
+  const Projection utm = Projection::make(spec, std::nullopt, "gen-data --utm-zone");
+  struct Job { int split, index; };
+  std::vector<Job> jobs;
+  for (int i = 0; i < cfg.train_scenes; ++i) jobs.push_back({0, i});
+  for (int i = 0; i < cfg.val_scenes; ++i) jobs.push_back({1, i});
+  // A map reader picks the UTM zone from the lat/lon it holds: every scene must lie in its zone's
+  // own longitudes, or the map and the clouds would come back in two frames.
+  for (const Job& j : jobs) {
+    const auto o = scene_offset(cfg, j.split, j.index);
+    const auto ll = utm.inverse(o[0], o[1]);
+    if (utm_zone_of(ll[0], ll[1]) != cfg.utm_zone)
+      fail("gen-data --offset", "scene at E " + format_fixed(o[0], 0) + " N " + format_fixed(o[1], 0) +
+                                    " lies outside UTM zone " + std::to_string(cfg.utm_zone) +
+                                    "'s longitudes (latitude " + format_fixed(ll[0], 4) + ", longitude " +
+                                    format_fixed(ll[1], 4) + "): place the dataset nearer the zone's central meridian (E 500000)");
+  }
+  for (const char* split : {"train", "val"}) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(root) / split, ec);
+    if (ec) fail(root + "/" + split, "cannot create directory: " + ec.message());
+  }
+  std::vector<SceneLines> scenes(jobs.size());
+  tbb::parallel_for(size_t(0), jobs.size(), [&](size_t j) {
+    const Job job = jobs[j];
+    char name[32];
+    std::snprintf(name, sizeof name, "scene_%04d", job.index);
+    const std::string split = job.split == 0 ? "train" : "val";
+    SyntheticScene sc = generate_scene(cfg, scene_seed(cfg, job.split, job.index));
+    sc.cloud.origin = scene_offset(cfg, job.split, job.index);
+    format.write(root + "/" + split + "/" + name + format.extension, sc.cloud);
+    scenes[j] = {split + "/" + name, sc.cloud.origin, std::move(sc.lines), std::move(sc.line_subtype)};
+  });
+  write_file_atomic(map_path(root, cfg), cfg.map == "lanelet2" ? lanelet2_text(scenes, utm) : geojson_text(scenes, utm));
+}
+
+}  // namespace sl

@@ -1,0 +1,148 @@
+// read_map_lines: adds the lines of a vector map (Lanelet2 .osm or GeoJSON; stages/io/vector_map.h)
+// that lie on the scene's cloud (Scene -> Scene), in the cloud's local frame -- the map-based
+// alternative to read_lines_json, for clouds that have no <stem>.json beside them.
+//
+// The map is read once per process and shared by every thread, epoch and evaluation run
+// (load_map_shared). A relative `map` path is taken from the folder of the scene's cloud (the
+// dataset folder), so a training folder and the validation folder beside it both find the map
+// of ROOT/{train,val} + ROOT/map.osm as "../map.osm", also when training's evaluation replays
+// this pipeline on the validation folder. Which lines lie on a cloud, and which parts of them:
+// stages/io/map_lines.h (the parts inside the cloud's xy box grown by `margin`).
+// Each line is the map line's index (Polyline::id), the identity `infer --map` writes back with; the
+// scene's lines are in map order, so the random draws of every sample (seeded by the line's place
+// in the scene) are the same at every run.
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+#include "graph/error.h"
+#include "graph/spec.h"
+#include "graph/stage.h"
+#include "stages/io/map_lines.h"
+#include "stages/io/map_numbers.h"
+
+namespace sl {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ReadMapLines : public Stage {
+ public:
+  explicit ReadMapLines(const Params& p)
+      : map_(p.get_string("map")), categories_(p.get_strings("categories")), margin_(p.get_float("margin")),
+        min_length_(p.get_float("min_length")) {
+    options_.projection = projection_of(p);
+    options_.category_property = p.get_string("category_property");
+    options_.subtype_property = p.get_string("subtype_property");
+  }
+
+  void process(Item in, const Position&, Emitter& out, RunContext& ctx) override {
+    const auto& in_scene = std::get<std::shared_ptr<const Scene>>(in);
+    if (!in_scene->cloud) throw Error(in_scene->ref.cloud_path + ": read_map_lines needs the scene's cloud");
+    const std::string path = map_path(in_scene->ref.cloud_path);
+    std::shared_ptr<const SharedMap> m = map_for(path);
+    const PointCloud& cloud = *in_scene->cloud;
+    const BoxXY box = cloud_box(cloud).grown(margin_);
+    auto scene = std::make_shared<Scene>(*in_scene);  // shares the cloud
+    scene->lines.clear();
+    for (const LinePortion& part : lines_over(*m, {box}, categories_, min_length_))
+      scene->lines.push_back(portion_polyline(m->map, part, cloud.origin));
+    scenes_++;
+    parts_ += int64_t(scene->lines.size());
+    if (scene->lines.empty()) warn_no_lines(in_scene->ref.cloud_path, path, *m, box, ctx);
+    else scenes_with_lines_++;
+    out.emit(std::shared_ptr<const Scene>(std::move(scene)));
+  }
+
+  void finish(RunContext& ctx) override {
+    if (ctx.quiet || scenes_ == 0) return;
+    std::string maps;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [path, m] : held_) maps += (maps.empty() ? "" : ", ") + path + " (" + m->map.frame + ")";
+    }
+    ctx.add_summary(id + ": " + std::to_string(parts_.load()) + " map line part(s) on " + std::to_string(scenes_with_lines_.load()) +
+                    " of " + std::to_string(scenes_.load()) + " scene(s), from " + maps);
+  }
+
+ private:
+  std::string map_path(const std::string& cloud_path) const {
+    const fs::path m(map_);
+    return m.is_absolute() ? m.lexically_normal().string() : (fs::path(cloud_path).parent_path() / m).lexically_normal().string();
+  }
+
+  std::shared_ptr<const SharedMap> map_for(const std::string& path) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = held_.find(path);
+      if (it != held_.end()) return it->second;
+    }
+    std::error_code ec;
+    if (!fs::exists(path, ec))
+      fail(path, "map file does not exist (read_map_lines.map \"" + map_ + "\"" +
+                     (fs::path(map_).is_absolute() ? "" : ", taken from the folder of the scene's cloud") + ")");
+    auto m = load_map_shared(path, options_);  // outside the lock: a big map does not stall other paths
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_.emplace(path, std::move(m)).first->second;
+  }
+
+  // Once per run: a cloud on which no wanted line lies is most often a frame mismatch (a map in
+  // an MGRS square's local_x/local_y over UTM clouds), which would otherwise train on nothing.
+  void warn_no_lines(const std::string& cloud, const std::string& map, const SharedMap& m, const BoxXY& box,
+                     RunContext& ctx) {
+    if (warned_.exchange(true) || ctx.quiet) return;
+    BoxXY all{1e300, 1e300, -1e300, -1e300};
+    for (size_t l = 0; l < m.map.lines.size(); ++l)
+      if (category_matches(m.map.lines[l].category, categories_)) {
+        const BoxXY& b = m.line_box[l];
+        all = {std::min(all.x0, b.x0), std::min(all.y0, b.y0), std::max(all.x1, b.x1), std::max(all.y1, b.y1)};
+      }
+    auto range = [](const BoxXY& b) {
+      return b.empty() ? std::string("none") : "x " + format_fixed(b.x0, 1) + " .. " + format_fixed(b.x1, 1) + ", y " +
+                                                   format_fixed(b.y0, 1) + " .. " + format_fixed(b.y1, 1);
+    };
+    std::fprintf(stderr,
+                 "warning: %s: no line of the wanted categories of %s lies on %s (cloud: %s; those lines: %s; map frame: "
+                 "%s); said once per run\n",
+                 id.c_str(), map.c_str(), cloud.c_str(), range(box).c_str(), range(all).c_str(), m.map.frame.c_str());
+  }
+
+  std::string map_;
+  std::vector<std::string> categories_;
+  double margin_, min_length_;
+  MapReadOptions options_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const SharedMap>> held_;  // by resolved path: one per map the run uses
+  std::atomic<int64_t> scenes_{0}, scenes_with_lines_{0}, parts_{0};
+  std::atomic<bool> warned_{false};
+};
+
+void register_read_map_lines(StageRegistry& r) {
+  StageSchema s;
+  s.type = "read_map_lines";
+  s.group = "io";
+  s.doc = "adds the lines of a vector map (Lanelet2 .osm, GeoJSON) that lie on the scene's cloud, in its local frame";
+  s.input = s.output = Kind::Scene;
+  s.default_threads = "auto";
+  s.default_policy = ErrorPolicy::Fail;  // a map that cannot be read fails every scene alike
+  s.params = {
+      p_required_string("map", "the map file (.osm, .geojson); a relative path is taken from the folder of the scene's "
+                               "cloud, e.g. \"../map.osm\" for ROOT/train and ROOT/val beside ROOT/map.osm"),
+      p_strings("categories", {}, "keep only lines of these categories: \"line_thin\" takes every line_thin:<subtype> (empty: all)"),
+      projection_param(),
+      p_string("category_property", "type", "GeoJSON: the property that holds the category"),
+      p_string("subtype_property", "subtype", "GeoJSON: the property appended as \":<subtype>\" when present (\"\": none)"),
+      p_float("margin", 0, "metres the cloud's xy box is grown by before the lines are cut to it", 0),
+      p_float("min_length", 1.0, "a part of a line cut by the box shorter than this is left out (whole lines stay), metres", 0),
+  };
+  s.factory = [](const Params& p) { return std::make_unique<ReadMapLines>(p); };
+  s.infer = InferRole::Data;  // infer is given the map and the clouds
+  r.add(std::move(s));
+}
+
+SL_REGISTER_STAGES(register_read_map_lines);
+
+}  // namespace
+}  // namespace sl
