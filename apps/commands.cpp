@@ -1,6 +1,7 @@
 // Data tools of the CLI:
-//   streamline gen-data ROOT [--seed N] [--train N] [--val N] [--format pcd|bin]
+//   streamline gen-data ROOT [--seed N] [--train N] [--val N] [--format pcd|bin|nuscenes|ply|las] [--offset E,N,Z]
 //   streamline inspect FILE [--json] [--render OUT.png] [--lines LINES.json] [--meters M] [--size PX]
+//   streamline inspect MAP.osm|MAP.geojson [--json] [--projection KIND] [--map-origin LAT LON]
 //   streamline report RUN_DIR
 // Exit codes as main.cpp: 0 ok, 1 failure (the message names the file and the reason), 2 usage.
 #include "apps/commands.h"
@@ -22,6 +23,7 @@
 #include "stages/io/lines_json.h"
 #include "stages/io/mapped_file.h"
 #include "stages/io/pcd.h"
+#include "stages/io/vector_map.h"
 
 namespace sl {
 namespace {
@@ -35,12 +37,15 @@ struct GenArgs {
   uint64_t seed = GenConfig{}.seed;
   int train = GenConfig{}.train_scenes, val = GenConfig{}.val_scenes;
   std::string format = GenConfig{}.cloud_format;
+  std::string offset;  // "E,N,Z" (empty: the sensor frame)
 };
 struct InspectArgs {
-  std::string file, render, lines;
+  std::string file, render, lines, origin = "auto";
   bool json = false;
   float meters = 0;
   int size = 1024;
+  ProjectionSpec map_projection;  // vector maps (.osm, .geojson)
+  std::vector<double> map_origin;
 };
 
 struct Commands {
@@ -58,14 +63,15 @@ Commands& commands() {
 
 // Points of a cloud file for drawing: x, y, z and intensity when the file has it (the renderer
 // draws points without intensity mid-gray). Invalid (NaN) points are dropped.
-PointCloud read_cloud_for_render(const std::string& path) {
+PointCloud read_cloud_for_render(const std::string& path, const OriginPolicy& origin) {
   const CloudFormat* format = format_of_path(path);
   if (!format) fail(path, "unknown cloud file type (expected one of " + cloud_extensions_text() + ")");
-  if (format->name != "pcd") return format->decode(path, true, nullptr);
+  if (format->name != "pcd") return format->decode(path, DecodeOptions{true, origin}, nullptr);
   MappedFile f(path);
   const PcdHeader h = parse_pcd_header(f.data(), f.size(), path);
   PcdReadOptions opt;
   opt.fields = {"x", "y", "z"};
+  opt.origin = origin;
   for (const auto& name : h.fields)
     if (name == "intensity") opt.fields.push_back("intensity");
   return parse_pcd(f.data(), f.size(), path, opt);
@@ -93,6 +99,11 @@ int cmd_gen_data(const GenArgs& a) {
   cfg.train_scenes = a.train;
   cfg.val_scenes = a.val;
   cfg.cloud_format = a.format;
+  if (!a.offset.empty()) {
+    const OriginPolicy o = parse_origin(a.offset, "gen-data --offset");
+    if (o.automatic) fail("gen-data --offset", "expected E,N,Z (e.g. 500000,5400000,0), not auto");
+    cfg.offset = o.fixed;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   generate_dataset(a.root, cfg);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -121,8 +132,21 @@ int cmd_gen_data(const GenArgs& a) {
   return kOk;
 }
 
+// A vector map: its lines per category, in the world frame the projection gives.
+int cmd_inspect_map(const InspectArgs& a) {
+  if (!a.render.empty() || !a.lines.empty()) fail(a.file, "--render and --lines apply to clouds, not to maps");
+  MapReadOptions o;
+  o.projection = a.map_projection;
+  if (a.map_origin.size() == 2) o.projection.origin_lat = a.map_origin[0], o.projection.origin_lon = a.map_origin[1];
+  const MapSummary s = summarize(read_vector_map(a.file, o));
+  std::cout << (a.json ? to_json(s) + "\n" : to_text(s));
+  return kOk;
+}
+
 int cmd_inspect(const InspectArgs& a) {
-  const InspectReport r = inspect_file(a.file);
+  if (is_vector_map_path(a.file)) return cmd_inspect_map(a);
+  const OriginPolicy origin = parse_origin(a.origin, "--origin");
+  const InspectReport r = inspect_file(a.file, origin);
   std::cout << (a.json ? to_json(r) + "\n" : to_text(r));
   if (a.render.empty()) return kOk;
   if (!a.lines.empty() && r.format == "lines_json")
@@ -133,30 +157,33 @@ int cmd_inspect(const InspectArgs& a) {
   PointCloud cloud;
   std::vector<Polyline> lines;
   std::string lines_from, cloud_from;
+  // Drawn in the cloud's local frame, the lines shifted into it.
   if (r.format == "lines_json") {
-    lines = read_lines_json(a.file).lines;
     lines_from = a.file;
     std::vector<std::string> exts;
     for (const auto* f : cloud_formats()) exts.push_back(f->extension);
     if (auto c = sibling(a.file, fs::path(a.file).stem().string(), exts)) {
-      cloud = read_cloud_for_render(*c);
+      cloud = read_cloud_for_render(*c, origin);
       cloud_from = *c;
+      lines = read_lines_json(a.file, {}, 100000, cloud.origin).lines;
     } else {
+      lines = read_lines_json(a.file, {}, 100000, r.origin).lines;
       cloud.fields = {"x", "y"};
       cloud.columns.resize(2);
+      cloud.origin = r.origin;
       for (const auto& l : lines)
         for (const auto& p : l.points) cloud.columns[0].push_back(p[0]), cloud.columns[1].push_back(p[1]);
       cloud_from = "(no cloud beside it: line vertices only)";
     }
   } else {
-    cloud = read_cloud_for_render(a.file);
+    cloud = read_cloud_for_render(a.file, origin);
     cloud_from = a.file;
     const CloudFormat* format = format_of_path(a.file);
     const std::string stem = format ? cloud_stem(a.file, *format) : fs::path(a.file).stem().string();
     std::optional<std::string> lp =
         a.lines.empty() ? sibling(a.file, stem, {".json"}) : std::optional<std::string>(a.lines);
     if (lp) {
-      lines = read_lines_json(*lp).lines;
+      lines = read_lines_json(*lp, {}, 100000, cloud.origin).lines;
       lines_from = *lp;
     }
   }
@@ -200,8 +227,11 @@ void add_commands(CLI::App& app) {
   c.gen->add_option("--val", c.g.val, "validation scenes")->check(CLI::NonNegativeNumber);
   c.gen->add_option("--format", c.g.format,
                     "cloud files: pcd (DATA binary), bin (KITTI: N x 4 float32), nuscenes (.pcd.bin: N x 5 float32, "
-                    "ring 0) or ply (binary little-endian)")
-      ->check(CLI::IsMember(cloud_format_names()));
+                    "ring 0), ply (binary little-endian) or las (LAS 1.4, point format 6, 1 mm steps)")
+      ->check(CLI::IsMember(writable_cloud_format_names()));
+  c.gen->add_option("--offset", c.g.offset,
+                    "E,N,Z: place the scenes in a world frame, e.g. UTM 500000,5400000,0 (clouds and lines in world "
+                    "coordinates, double: PCD F 8, PLY double, LAS; not bin/nuscenes)");
 
   c.inspect = app.add_subcommand("inspect", "what a cloud (" + cloud_extensions_text() + ") or lines .json file holds; optionally a top-down PNG");
   c.inspect->add_option("file", c.i.file, "the file to inspect")->required();
@@ -211,6 +241,14 @@ void add_commands(CLI::App& app) {
   c.inspect->add_option("--meters", c.i.meters, "side of the rendered square in metres, centred on the origin (default: fit the points)")
       ->check(CLI::NonNegativeNumber);
   c.inspect->add_option("--size", c.i.size, "rendered image side in pixels")->check(CLI::Range(16, 16384));
+  c.inspect->add_option("--projection", c.i.map_projection.kind,
+                        "maps (.osm, .geojson): the world frame: auto, utm, mgrs, transverse_mercator or local")
+      ->check(CLI::IsMember({"auto", "utm", "mgrs", "transverse_mercator", "local"}));
+  c.inspect->add_option("--map-origin", c.i.map_origin, "maps: LAT LON of the map origin (UTM zone, MGRS square, TM centre)")
+      ->expected(2);
+  c.inspect->add_option("--origin", c.i.origin,
+                        "local frame the cloud is decoded in: auto (as read_cloud's default) or x,y,z; coordinates "
+                        "are reported in world coordinates either way");
 
   c.report = app.add_subcommand("report", "write RUN_DIR/report.html: curves, stage time, skipped items, before/after pictures");
   c.report->add_option("run_dir", c.run_dir, "a training run's folder (train_step's checkpoint.dir)")->required();

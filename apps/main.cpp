@@ -3,14 +3,18 @@
 //   streamline validate PIPELINE.json [--print] [--dot FILE]
 //   streamline stages [--json]
 //   streamline doctor
-//   streamline infer --checkpoint CKPT --cloud SCENE.pcd [--lines SCENE.json] --out REFINED.json
+//   streamline infer --checkpoint CKPT --cloud SCENE.pcd [--lines SCENE.json] --out REFINED.json [--origin auto|x,y,z]
 //   streamline gen-data ROOT, streamline inspect FILE (apps/commands.cpp)
 //   streamline report RUN_DIR (apps/commands.cpp)
 //   mpirun -np N streamline run ...: data-parallel training (graph/comm.h); rank 0 speaks.
 // Exit codes: 0 ok, 1 run failure, 2 usage error or invalid pipeline, 130 interrupted.
+// SIGXFSZ is ignored: a file size limit (`ulimit -f`) makes a write fail with EFBIG, reported
+// like a full disk (the file and the reason, exit 1), instead of killing the process mid-file.
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -25,6 +29,7 @@
 #include "graph/error.h"
 #include "graph/plugin.h"
 #include "graph/spec.h"
+#include "loader/loader.h"
 #include "report/report.h"
 #include "stages/device/device.h"
 #include "stages/io/formats.h"
@@ -119,6 +124,9 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
     facts = start_facts(spec, dev, *folder, command);
     try {
       write_run_facts(*folder, facts);
+    } catch (const WriteError& e) {  // a full disk: nothing would be saved
+      say_line(tag + "error: " + e.what());
+      return kExitRunFailure;
     } catch (const Error& e) {
       std::cerr << "warning: " << e.what() << " (the run report will lack the run's facts)\n";
     }
@@ -147,12 +155,17 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
   if (!quiet) std::cerr << format_report(r);
   if (comm.rank() == 0)
     for (const auto& s : r.summaries) std::cout << s << "\n";
+  int code = r.exit_code();
   if (folder) {
-    // A report that cannot be written does not change the run's outcome: it is a warning.
+    // A report that cannot be made is a warning; one that cannot be written (a full disk) fails
+    // the run, as any file of the run that cannot be written does.
     try {
       report::record_result(facts, r);
       write_run_facts(*folder, facts);
       std::cout << "report: " << std::filesystem::absolute(report::write_report(folder->dir)).string() << "\n";
+    } catch (const WriteError& e) {
+      say_line(tag + "error: " + e.what());
+      if (code == 0) code = kExitRunFailure;
     } catch (const std::exception& e) {
       std::cerr << "warning: run report not written: " << e.what() << "\n";
     }
@@ -161,18 +174,35 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
   if (!r.ok) say_line(tag + "error: " + r.error);
   if (r.interrupted && comm.rank() == 0)
     std::cerr << "interrupted: stopped the source, drained the stages, finished the sink\n";
-  return r.exit_code();
+  return code;
 }
 
+// A pipeline that ends at its batch stage is a loader pipeline (streamline.Loader, loader/loader.h):
+// checked as the loader runs it, and said so.
 int cmd_validate(const std::string& path, const std::vector<std::string>& sets, bool print, const std::string& dot) {
   try {
-    PipelineSpec spec = load_pipeline(path, sets);
-    if (print) std::cout << spec.resolved_json(true) << "\n";
+    const std::string text = read_file(path);
+    bool loader = is_loader_pipeline(text);
+    PipelineSpec spec;
+    try {
+      spec = loader ? parse_loader_pipeline(text, path, sets) : parse_pipeline(text, path, sets);
+    } catch (const Error&) {
+      // The last stage may come from a plugin the pipeline lists, registered by the first parse.
+      if (loader || !is_loader_pipeline(text)) throw;
+      loader = true;
+      spec = parse_loader_pipeline(text, path, sets);
+    }
+    if (print) std::cout << (loader ? loader_resolved_json(spec, true) : spec.resolved_json(true)) << "\n";
     if (!dot.empty()) write_file_atomic(dot, to_dot(spec));
-    std::cerr << path << ": ok (" << spec.stages.size() << " stages";
-    for (size_t i = 0; i < spec.stages.size(); ++i)
-      std::cerr << (i ? " -> " : ": ") << spec.stages[i].id;
+    std::vector<std::string> ids;
+    for (const auto& s : spec.stages)
+      if (!loader || s.index + 1 < (int)spec.stages.size()) ids.push_back(s.id);  // not the loader's own sink
+    std::cerr << path << ": ok" << (loader ? " as a loader pipeline" : "") << " (" << ids.size() << " stages";
+    for (size_t i = 0; i < ids.size(); ++i) std::cerr << (i ? " -> " : ": ") << ids[i];
     std::cerr << ")\n";
+    if (loader)
+      std::cerr << "  it ends at '" << ids.back() << "', whose batches go to the program iterating it: streamline.Loader "
+                << "(Python) or sl::LoaderPipeline; `streamline run` needs a sink such as train_step after it\n";
     return 0;
   } catch (const Error& e) {
     std::cerr << "error: " << e.what() << "\n";
@@ -181,7 +211,8 @@ int cmd_validate(const std::string& path, const std::vector<std::string>& sets, 
 }
 
 int cmd_infer(std::string checkpoint, const std::string& cloud_path, std::string lines_path, const std::string& out,
-              const std::string& pipeline) {
+              const std::string& pipeline, const std::string& origin_text) {
+  const OriginPolicy origin = parse_origin(origin_text, "--origin");
   if (std::filesystem::is_directory(checkpoint)) {
     std::string latest = latest_checkpoint(checkpoint);
     if (latest.empty()) throw Error(checkpoint + ": no step_*.safetensors checkpoint in this folder");
@@ -191,13 +222,18 @@ int cmd_infer(std::string checkpoint, const std::string& cloud_path, std::string
   if (!format) fail(cloud_path, "unknown cloud file type (expected one of " + cloud_extensions_text() + ")");
   if (lines_path.empty())
     lines_path = (std::filesystem::path(cloud_path).parent_path() / (cloud_stem(cloud_path, *format) + ".json")).string();
-  PointCloud cloud = format->decode(cloud_path, true, nullptr);
-  LinesFile lines = read_lines_json(lines_path);
+  // The cloud in its local frame and the lines in the same one; the refined lines are written
+  // back in world coordinates (stages/io/origin.h).
+  DecodeInfo info;
+  PointCloud cloud = format->decode(cloud_path, DecodeOptions{true, origin}, &info);
+  if (info.coarse()) std::cerr << "warning: " << coarse_warning(cloud_path, info) << "\n";
+  LinesFile lines = read_lines_json(lines_path, {}, 100000, cloud.origin);
   InferReport rep;
   LinesFile refined = refine_lines(checkpoint, cloud, lines, pipeline.empty() ? "" : read_file(pipeline), &rep);
   write_lines_json(out, refined);
   std::cerr << "refined " << rep.lines << " line(s) of " << lines_path << " (" << rep.refined_pieces << " of " << rep.pieces
-            << " pieces) with " << checkpoint << " -> " << out << "\n";
+            << " pieces) with " << checkpoint << " -> " << out << " (local frame: origin "
+            << OriginPolicy::at(cloud.origin).describe() << ")\n";
   for (const auto& n : rep.notes) std::cerr << "  " << n << "\n";
   return 0;
 }
@@ -220,9 +256,23 @@ int leave(int code) {
   sl::finalize_comm();
   return code;
 }
+
+// What a command printed must reach its destination: standard output redirected to a full disk
+// is an error (exit 1), not a silently cut listing.
+int checked_stdout(int code) {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int e = errno;
+  if (flushed && !std::ferror(stdout)) return code;
+  // stdio keeps no errno of a write that failed before this flush: the reason when it is known.
+  std::cerr << "error: standard output: write failed" << (flushed ? "" : std::string(": ") + std::strerror(e))
+            << " (what was printed is cut short)\n";
+  return code == 0 ? kExitRunFailure : code;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGXFSZ, SIG_IGN);
   sl::prepare_process(argc, argv);  // may re-execute the program: before MPI starts
   CLI::App app{"streamline: a oneTBB dataflow engine for training on point clouds"};
   app.require_subcommand(1);
@@ -253,13 +303,16 @@ int main(int argc, char** argv) {
 
   auto* doctor = app.add_subcommand("doctor", "versions, devices, and what device \"auto\" picks and why");
 
-  std::string ckpt, cloud, lines_in, out, infer_pipeline;
+  std::string ckpt, cloud, lines_in, out, infer_pipeline, infer_origin = "auto";
   auto* infer = app.add_subcommand("infer", "refine the lines of a scene with a trained checkpoint; writes lines JSON");
   infer->add_option("--checkpoint", ckpt, "checkpoint file, or a run folder (its latest checkpoint)")->required();
   infer->add_option("--cloud", cloud, "the scene: a cloud of any format (" + sl::cloud_extensions_text() + ")")->required();
   infer->add_option("--lines", lines_in, "lines JSON to refine (default: <stem>.json beside the cloud)");
   infer->add_option("--out", out, "where to write the refined lines JSON")->required();
   infer->add_option("--pipeline", infer_pipeline, "training pipeline for the preprocessing (default: the one recorded in the checkpoint)");
+  infer->add_option("--origin", infer_origin,
+                    "local frame of the computation: auto (as read_cloud's default) or x,y,z; the refined lines are "
+                    "written in world coordinates either way");
 
   sl::add_commands(app);
 
@@ -278,21 +331,21 @@ int main(int argc, char** argv) {
   try {
     if (*run) {
       sl::init_comm(&argc, &argv);  // only `run` joins an mpirun job; every path out of it goes through leave()
-      return leave(sl::cmd_run(pipeline, sets, threads, trace, quiet));
+      return leave(checked_stdout(sl::cmd_run(pipeline, sets, threads, trace, quiet)));
     }
-    if (*val) return sl::cmd_validate(pipeline, sets, print, dot);
+    if (*val) return checked_stdout(sl::cmd_validate(pipeline, sets, print, dot));
     if (*stages) {
       std::cout << (json ? sl::StageRegistry::instance().to_json() + "\n" : sl::StageRegistry::instance().to_text());
-      return 0;
+      return checked_stdout(0);
     }
-    if (*infer) return sl::cmd_infer(ckpt, cloud, lines_in, out, infer_pipeline);
+    if (*infer) return checked_stdout(sl::cmd_infer(ckpt, cloud, lines_in, out, infer_pipeline, infer_origin));
     if (*doctor) {
       std::cout << sl::doctor_report();
-      return 0;
+      return checked_stdout(0);
     }
-    return sl::run_commands(app);
+    return checked_stdout(sl::run_commands(app));
   } catch (const sl::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
-    return leave(kExitRunFailure);
+    return leave(checked_stdout(kExitRunFailure));
   }
 }

@@ -354,6 +354,7 @@ SyntheticScene generate_scene(const GenConfig& cfg, uint64_t seed) {
 
 void generate_dataset(const std::string& root, const GenConfig& cfg) {
   const CloudFormat& format = cloud_format(cfg.cloud_format, root);
+  if (!format.write) fail(root, "the " + format.name + " format is read only: it cannot be written");
   struct Job { int split, index; };
   std::vector<Job> jobs;
   for (int i = 0; i < cfg.train_scenes; ++i) jobs.push_back({0, i});
@@ -368,9 +369,11 @@ void generate_dataset(const std::string& root, const GenConfig& cfg) {
     char name[32];
     std::snprintf(name, sizeof name, "scene_%04d", job.index);
     const std::string base = root + (job.split == 0 ? "/train/" : "/val/") + name;
-    const SyntheticScene sc = generate_scene(cfg, scene_seed(cfg, job.split, job.index));
+    SyntheticScene sc = generate_scene(cfg, scene_seed(cfg, job.split, job.index));
+    // The sensor frame placed at cfg.offset: world = local + offset, written in double.
+    sc.cloud.origin = cfg.offset;
     format.write(base + format.extension, sc.cloud);  // x y z intensity, atomic
-    write_lines_json(base + ".json", LinesFile{name, sc.lines});
+    write_lines_json(base + ".json", LinesFile{name, sc.lines, cfg.offset});
   });
 }
 

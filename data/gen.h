@@ -20,6 +20,7 @@
 // one continuous line through its gaps, as annotators draw lane boundaries).
 // Intensities are reflectivities in [0, 1] (asphalt ~0.06, markings ~0.65).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,7 +42,12 @@ struct GenConfig {
   float dropout = 0.02f;              // base probability that a return is lost
   float line_half_length = 45.f;      // m of road annotated on each side of the sensor
   float vertex_spacing = 1.5f;        // m between polyline vertices
-  std::string cloud_format = "pcd";   // "pcd" (DATA binary) or "bin" (KITTI: N x 4 float32)
+  std::string cloud_format = "pcd";   // a writable format of stages/io/formats.h: pcd (DATA binary), bin, nuscenes, ply, las
+  // World position of the sensor frame's (0, 0, 0): the dataset in a world frame such as UTM
+  // ({500000, 5400000, 0}). Clouds and lines are written in world coordinates, in double (PCD
+  // F 8, PLY double, LAS scaled ints; a float32 format refuses); {0, 0, 0} writes the sensor
+  // frame as before, float32.
+  std::array<double, 3> offset{0, 0, 0};
 };
 
 struct SyntheticScene {
@@ -56,9 +62,11 @@ uint64_t scene_seed(const GenConfig& cfg, int split, int index);
 SyntheticScene generate_scene(const GenConfig& cfg, uint64_t seed);
 
 // root/train/scene_0000.{pcd,json} ... and root/val/scene_0000.{pcd,json} ...; scenes are
-// generated in parallel, each file written atomically with the project's writers (write_pcd,
-// DATA binary, fields x y z intensity, or write_kitti_bin when cfg.cloud_format is "bin";
-// write_lines_json); the bytes depend only on cfg. The clouds are the same in both formats.
+// generated in parallel, each file written atomically with the project's writers (the format
+// row's writer: write_pcd DATA binary with fields x y z intensity, write_kitti_bin, ...;
+// write_lines_json); the bytes depend only on cfg. The clouds are the same in every format, up
+// to the format's precision (LAS: 1 mm steps, intensity in 1/65535), and with cfg.offset they
+// are the same scenes moved by it.
 void generate_dataset(const std::string& root, const GenConfig& cfg);
 
 }  // namespace sl

@@ -51,9 +51,9 @@ void render_topdown_png(const PointCloud& cloud, const std::vector<Polyline>& li
       x0 = std::min(x0, (double)X[i]), x1 = std::max(x1, (double)X[i]), y0 = std::min(y0, (double)Y[i]),
       y1 = std::max(y1, (double)Y[i]);
   if (!(x0 <= x1)) x0 = x1 = y0 = y1 = 0;
-  // A fixed-size view is centred on the origin (the sensor, in a LiDAR frame); a fitted one
-  // on the bounding box.
-  const double cx = meters > 0 ? 0.0 : 0.5 * (x0 + x1), cy = meters > 0 ? 0.0 : 0.5 * (y0 + y1);
+  // A fixed-size view is centred on the world's (0, 0) (the sensor, in a LiDAR frame), which the
+  // local columns have at -origin; a fitted one on the bounding box.
+  const double cx = meters > 0 ? -cloud.origin[0] : 0.5 * (x0 + x1), cy = meters > 0 ? -cloud.origin[1] : 0.5 * (y0 + y1);
   const double side = meters > 0 ? meters : std::max({x1 - x0, y1 - y0, 1e-3}) * 1.02;
   const double scale = size_px / side;  // pixels per metre
   auto px = [&](double x) { return (x - cx) * scale + size_px * 0.5; };

@@ -12,8 +12,8 @@ namespace sl {
 // one pixel each, gray by intensity (sqrt-scaled so dark asphalt stays visible; the brightest
 // point of a pixel wins, so thin bright markings survive); polylines on top, blended, in a
 // colour per category (lane_marking orange, curb cyan, anything else magenta) with their
-// vertices as dots. meters = side of the square shown, centred on the origin (the sensor of a
-// LiDAR frame); 0 fits the points' bounding box. Written atomically; throws sl::Error on bad arguments or I/O.
+// vertices as dots. meters = side of the square shown, centred on the world's (0, 0) (the sensor
+// of a LiDAR frame; the lines are in the cloud's local frame); 0 fits the points' bounding box. Written atomically; throws sl::Error on bad arguments or I/O.
 void render_topdown_png(const PointCloud& cloud, const std::vector<Polyline>& lines, const std::string& path,
                         int size_px = 1024, float meters = 0);
 

@@ -2,14 +2,16 @@
 // layout the readers support, made with our writers (the same ones the tests round-trip) and by
 // hand where a writer does not produce the layout (PCD v0.5, integer types, COUNT > 1, padding,
 // organized clouds with NaN, CRLF headers). Usage: fuzz_seeds <out>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <random>
 #include <string>
 
+#include "fuzz/map_targets.h"
 #include "fuzz/targets.h"
+#include "tests/io/map_test_util.h"
 #include "graph/atomic_file.h"
 #include "kernels/adam.h"
 
@@ -22,7 +24,7 @@ std::string g_out;
 
 void save(const std::string& target, const std::string& name, const std::string& bytes) {
   fs::create_directories(g_out + "/" + target);
-  std::ofstream(g_out + "/" + target + "/" + name, std::ios::binary) << bytes;
+  write_file_atomic(g_out + "/" + target + "/" + name, bytes);  // checked: a seed lost to a full disk is an error
   if (target == "pcd") save("inspect", name, bytes);  // inspect reads PCDs its own way
 }
 
@@ -150,6 +152,57 @@ void ply_seeds() {
        "0 0 0 1\n1 0 0 2\n0 1 0 3\n3 0 1 2\n");
 }
 
+// JSON nested 10^5 levels deep (200 KB): RapidJSON's parser, the DOM's writer and CopyFrom recurse
+// once per level, so this overflowed the stack of every JSON reader until graph/json_depth.h
+// (issue 26). Inputs a few KB long never reach that depth; this seed makes every run start with
+// one, and lets libFuzzer's length limit (the largest seed's size by default) reach it.
+std::string deep(const std::string& before, const std::string& after, char open = '[') {
+  constexpr size_t kLevels = 100000;
+  const char close = open == '[' ? ']' : '}';
+  std::string s = before;
+  for (size_t i = 0; i < kLevels; ++i) s += open == '[' ? "[" : "{\"a\":";
+  if (open == '{') s += "1";
+  s.append(kLevels, close);
+  return s + after;
+}
+
+// A safetensors file whose whole header is `header`.
+std::string safetensors_header_only(const std::string& header) {
+  std::string s;
+  put(s, uint64_t(header.size()));
+  return s + header;
+}
+
+void las_seeds() {
+  // Every version with its formats (the writer), extra bytes, VLRs, EVLRs, padding; a file whose
+  // offset is 0 with points at UTM; and LAZ / COPC markers (refused).
+  PointCloud c = random_cloud(9, {"x", "y", "z", "intensity"}, 4);
+  for (auto& v : c.columns[3]) v = std::fabs(v) / 50.f;
+  c.origin = {500000, 5400000, 0};
+  for (int minor = 0; minor <= 4; ++minor)
+    for (int fmt : {0, 1, 2, 3, 5, 6, 8, 10}) {
+      const int need = fmt >= 6 ? 4 : fmt >= 4 ? 3 : fmt >= 2 ? 2 : 0;
+      if (minor < need) continue;
+      LasWriteOptions o;
+      o.version_minor = minor, o.point_format = fmt;
+      o.extra_bytes = uint16_t(fmt % 3);
+      if (fmt % 2 == 0) o.vlrs = {{"LASF_Projection", 34735, std::string(16, '\1'), "geokeys"}};
+      if (minor == 4 && fmt >= 6) o.evlrs = {{"LASF_Spec", 4, std::string(24, '\2'), "evlr"}};
+      o.header_padding = uint16_t(minor == 1 ? 4 : 0);
+      o.legacy_count = fmt != 1;
+      save("las", "v1" + std::to_string(minor) + "_f" + std::to_string(fmt), las_bytes("seed.las", c, o));
+    }
+  LasWriteOptions zero;
+  zero.version_minor = 2, zero.point_format = 0, zero.auto_offset = false, zero.scale = {0.01, 0.01, 0.01};
+  save("las", "offset0_utm", las_bytes("seed.las", c, zero));
+  std::string laz = las_bytes("seed.las", c, zero);
+  laz[104] = char(0x80);
+  save("las", "laz_bit7", laz);
+  LasWriteOptions copc;
+  copc.vlrs = {{"copc", 1, std::string(160, '\0'), "copc info"}};
+  save("las", "copc_vlr", las_bytes("seed.las", c, copc));
+}
+
 void lines_seeds() {
   const std::string tmp = fuzz::scratch_dir() + "/seed.json";
   LinesFile lf;
@@ -163,6 +216,8 @@ void lines_seeds() {
        R"({"frame": "f", "meta": {"tool": "x", "v": [1, 2.5e3, null, true]}, "lines": [)"
        R"({"id": -3, "category": "curb", "attrs": {"h": 0.1}, "points": [[0, 0, 0], [1e2, -1E-3, 7]]}]})");
   save("lines_json", "empty_lines", R"({"frame": "f", "lines": []})");
+  save("lines_json", "deep_lines_array", deep(R"({"frame": "f", "lines": )", "}"));
+  save("lines_json", "deep_points_objects", deep(R"({"frame": "f", "lines": [{"id": 0, "category": "curb", "points": )", "}]}", '{'));
 }
 
 void pipeline_seeds() {
@@ -173,6 +228,9 @@ void pipeline_seeds() {
          text + "\x01" "crop.radius=1.5\x01" "epochs=3\x01" "train.optimizer.lr=0.001\x01" "read.threads=4\x01" "seed=\"x\"");
   }
   save("pipeline", "fuzz_train.json", fuzz::train_pipeline("resume", "a.safetensors", "run"));
+  save("pipeline", "deep_stages.json", deep(R"({"name": "deep", "stages": )", "}"));
+  save("pipeline", "deep_set_value.json",
+       read_file(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json") + "\x01" + deep("crop.radius=", ""));
 }
 
 void checkpoint_seeds() {
@@ -197,6 +255,9 @@ void checkpoint_seeds() {
   save("checkpoint", "with_adam", read_file(tmp));
   save_checkpoint(tmp, model, nullptr, {{"pipeline", resolved}});
   save("checkpoint", "weights_only", read_file(tmp));
+  save("checkpoint", "deep_header", safetensors_header_only(deep(R"({"__metadata__": {"step": "1"}, "w": )", "}", '{')));
+  save_checkpoint(tmp, model, nullptr, {{"pipeline", deep(R"({"name": "x", "stages": )", "}")}});
+  save("checkpoint", "deep_recorded_pipeline", read_file(tmp));
 }
 
 void samples_seeds() {
@@ -222,6 +283,32 @@ void samples_seeds() {
   }
   w.write(tmp, {{"seed", "42"}, {"pipeline", "{}"}});
   save("samples", "three_samples", read_file(tmp));
+  save("samples", "deep_header", safetensors_header_only(deep(R"({"context": )", "}")));
+}
+
+// Vector maps: Autoware's MGRS test map, synthetic Lanelet2 maps (shared nodes, negative ids,
+// relations, local_x/local_y and lat/lon-only nodes, a deleted way, entities) and GeoJSON as
+// mapping tools write it (RFC 7946 lon/lat, a projected crs member, MultiLineString, other geometries).
+void map_seeds() {
+  save("osm", "autoware_mgrs_test_map.osm", read_file(std::string(SL_SOURCE_DIR) + "/tests/io/maps/autoware_mgrs_test_map.osm"));
+  ProjectionSpec mgrs;
+  mgrs.kind = "mgrs";
+  const Projection frame = Projection::make(mgrs, std::array<double, 2>{49.0, 8.42}, "seeds");
+  for (uint32_t seed = 1; seed <= 3; ++seed)
+    save("osm", "synthetic_" + std::to_string(seed) + ".osm", test::synthetic_lanelet2(seed, frame, 3, 4).text);
+  save("osm", "latlon_only.osm", test::synthetic_lanelet2(9, Projection(), 0, 3).text);
+  save("geojson", "lonlat_collection.geojson",
+       R"({"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {"type": "line_thin", "subtype": "solid"},
+"geometry": {"type": "LineString", "coordinates": [[8.42, 49.0, 101.5], [8.4201, 49.0001, 101.6], [8.4203, 49.0001, 101.6]]}},
+{"type": "Feature", "properties": {"type": "curbstone"}, "geometry": {"type": "MultiLineString", "coordinates": [[[8.421, 49.001], [8.4211, 49.0012]], [[8.43, 49.0], [8.4301, 49.0]]]}},
+{"type": "Feature", "properties": null, "geometry": null},
+{"type": "Feature", "properties": {"type": "sign"}, "geometry": {"type": "Point", "coordinates": [8.42, 49.0]}}]})");
+  save("geojson", "utm_crs.geojson",
+       R"({"type": "FeatureCollection", "crs": {"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::32632"}},
+"features": [{"type": "Feature", "properties": {"type": "road_border"}, "geometry": {"type": "LineString", "coordinates": [[500000.125, 5400000.5], [500010, 5400001]]}}]})");
+  save("geojson", "bare_geometry.geojson", R"({"type": "LineString", "coordinates": [[1, 2, 3], [4, 5, 6, 7]]})");
+  save("geojson", "feature.geojson",
+       R"({"type": "Feature", "id": "a", "bbox": [0, 0, 1, 1], "geometry": {"coordinates": [[139.65, 35.67], [139.651, 35.671]], "type": "LineString"}, "properties": {"type": 3}})");
 }
 
 }  // namespace
@@ -235,10 +322,12 @@ int main(int argc, char** argv) {
   pcd_seeds();
   kitti_seeds();
   ply_seeds();
+  las_seeds();
   lines_seeds();
   pipeline_seeds();
   checkpoint_seeds();
   samples_seeds();
+  map_seeds();
   std::filesystem::remove_all(fuzz::scratch_dir());
   return 0;
 }

@@ -30,6 +30,7 @@
 #include "kernels/safetensors.h"
 #include "stages/io/inspect.h"
 #include "stages/io/kitti.h"
+#include "stages/io/las.h"
 #include "stages/io/ply.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"
@@ -103,6 +104,20 @@ inline void pcd(const uint8_t* data, size_t size) {
     check_cloud(c, 4);
   } catch (const Error&) {
   }
+  // As the reader stages read: the auto origin (a first pass over F 8 / integer coordinates).
+  try {
+    int64_t dropped = -1;
+    PcdReadOptions opt;
+    opt.origin = OriginPolicy::auto_rule();
+    DecodeInfo info;
+    PointCloud c = parse_pcd(p, size, "fuzz.pcd", opt, &dropped, nullptr, &info);
+    check_cloud(c, 4);
+    SL_FUZZ_CHECK(info.dropped == dropped);
+    for (double o : c.origin) SL_FUZZ_CHECK(std::isfinite(o));
+    for (size_t i = 0; i < c.size(); ++i)
+      for (int a = 0; a < 3; ++a) SL_FUZZ_CHECK(std::isfinite(c.columns[a][i]));
+  } catch (const Error&) {
+  }
 }
 
 // Headerless float32 records: KITTI .bin (N x 4) and nuScenes .pcd.bin (N x 5). The readers map
@@ -130,6 +145,15 @@ inline void kitti(const uint8_t* data, size_t size) {
 // must be what the body gave.
 inline void ply(const uint8_t* data, size_t size) {
   const char* p = reinterpret_cast<const char*>(data);
+  try {  // as the reader stages read: the auto origin (double coordinates moved in double)
+    DecodeInfo info;
+    PointCloud c = parse_ply(p, size, "fuzz.ply", DecodeOptions{}, &info);
+    check_cloud(c, 4);
+    for (double o : c.origin) SL_FUZZ_CHECK(std::isfinite(o));
+    for (size_t i = 0; i < c.size(); ++i)
+      for (int a = 0; a < 3; ++a) SL_FUZZ_CHECK(std::isfinite(c.columns[a][i]));
+  } catch (const Error&) {
+  }
   for (const bool drop : {true, false}) {
     try {
       int64_t dropped = -1;
@@ -143,6 +167,38 @@ inline void ply(const uint8_t* data, size_t size) {
           for (int a = 0; a < 3; ++a) SL_FUZZ_CHECK(std::isfinite(c.columns[a][i]));
     } catch (const Error&) {
     }
+  }
+}
+
+// LAS: parse_las (what read_las runs on the mapped file) on an exact-size heap buffer, with the
+// auto origin and a fixed one; parse_las_header must agree with what the body gave (the count,
+// no compressed file decoded); then inspect's LAS path (header rows, world statistics) through
+// a file.
+inline void las(const uint8_t* data, size_t size) {
+  const char* p = reinterpret_cast<const char*>(data);
+  for (const OriginPolicy& origin : {OriginPolicy::auto_rule(), OriginPolicy::at({500000, 5400000, -7.5})}) {
+    try {
+      DecodeInfo info;
+      PointCloud c = parse_las(p, size, "fuzz.las", DecodeOptions{true, origin}, &info);
+      check_cloud(c, 4);
+      const LasHeader h = parse_las_header(p, size, "fuzz.las");
+      SL_FUZZ_CHECK(!h.laz && !h.copc);
+      SL_FUZZ_CHECK(c.size() + size_t(info.dropped) == h.points);
+      for (double o : c.origin) SL_FUZZ_CHECK(std::isfinite(o));
+      for (size_t i = 0; i < c.size(); ++i) {
+        for (int a = 0; a < 3; ++a) SL_FUZZ_CHECK(std::isfinite(c.columns[a][i]));
+        SL_FUZZ_CHECK(c.columns[3][i] >= 0.f && c.columns[3][i] <= 1.f);
+      }
+    } catch (const Error&) {
+    }
+  }
+  const std::string path = write_input("inspect.las", data, size);
+  try {
+    InspectReport r = inspect_file(path);
+    SL_FUZZ_CHECK(r.format == "las" && r.points >= 0);
+    (void)to_text(r);
+    (void)to_json(r);
+  } catch (const Error&) {
   }
 }
 

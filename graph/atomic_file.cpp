@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +13,41 @@
 
 namespace sl {
 
+namespace {
+
+[[noreturn]] void fail_write(const std::string& path, const std::string& what, int err) {
+  throw WriteError(path + ": " + what + ": " + std::strerror(err));
+}
+
+bool write_all(int fd, const char* d, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, d, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    d += w;
+    n -= (size_t)w;
+  }
+  return true;
+}
+
+// The length of the content up to its last '\n' (0 when it has none; `size` when unreadable).
+off_t through_last_newline(int fd, off_t size) {
+  char buf[4096];
+  for (off_t end = size; end > 0;) {
+    const off_t at = std::max<off_t>(0, end - (off_t)sizeof buf);
+    const ssize_t r = ::pread(fd, buf, (size_t)(end - at), at);
+    if (r != end - at) return size;
+    for (ssize_t i = r - 1; i >= 0; --i)
+      if (buf[i] == '\n') return at + i + 1;
+    end = at;
+  }
+  return 0;
+}
+
+}  // namespace
+
 void write_file_atomic(const std::string& path, std::string_view bytes) {
   write_file_atomic(path, &bytes, 1);
 }
@@ -19,36 +55,25 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
 void write_file_atomic(const std::string& path, const std::string_view* pieces, size_t count) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(path, std::string("cannot create temporary file: ") + std::strerror(errno));
+  if (fd < 0) fail_write(path, "cannot create temporary file", errno);
   auto abort_with = [&](const char* what) {
     int e = errno;
     ::close(fd);
     ::unlink(tmp.c_str());
-    fail(path, std::string(what) + ": " + std::strerror(e));
+    fail_write(path, what, e);
   };
-  for (size_t p = 0; p < count; ++p) {
-    const char* d = pieces[p].data();
-    size_t left = pieces[p].size();
-    while (left > 0) {
-      ssize_t w = ::write(fd, d, left);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        abort_with("write failed");
-      }
-      d += w;
-      left -= (size_t)w;
-    }
-  }
+  for (size_t p = 0; p < count; ++p)
+    if (!write_all(fd, pieces[p].data(), pieces[p].size())) abort_with("write failed");
   if (::fsync(fd) != 0) abort_with("fsync failed");
   if (::close(fd) != 0) {
     int e = errno;
     ::unlink(tmp.c_str());
-    fail(path, std::string("close failed: ") + std::strerror(e));
+    fail_write(path, "close failed", e);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int e = errno;
     ::unlink(tmp.c_str());
-    fail(path, std::string("rename failed: ") + std::strerror(e));
+    fail_write(path, "rename failed", e);
   }
 }
 
@@ -76,6 +101,72 @@ std::string read_file(const std::string& path) {
   }
   ::close(fd);
   return out;
+}
+
+AppendFile::~AppendFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void AppendFile::open(const std::string& path, bool truncate) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  path_ = path;
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
+  if (fd < 0) fail_write(path, "cannot open for writing", errno);
+  struct stat sb {};
+  if (::fstat(fd, &sb) != 0) {
+    const int e = errno;
+    ::close(fd);
+    fail_write(path, "cannot stat", e);
+  }
+  // A line cut short by a run killed while writing it is dropped: the next line starts a line
+  // of its own instead of continuing it. Not a regular file (/dev/null, a pipe): written as it
+  // comes, neither cut nor fsync'ed.
+  regular_ = S_ISREG(sb.st_mode);
+  const off_t size = regular_ ? through_last_newline(fd, sb.st_size) : 0;
+  if (regular_ && size < sb.st_size && ::ftruncate(fd, size) != 0) {
+    const int e = errno;
+    ::close(fd);
+    fail_write(path, "cannot cut its unfinished last line", e);
+  }
+  fd_ = fd;
+  size_ = size;
+}
+
+void AppendFile::append(std::string_view line) {
+  if (fd_ < 0) throw Error(path_ + ": not open for writing");
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t w = regular_ ? ::pwrite(fd_, line.data() + done, line.size() - done, size_ + (off_t)done)
+                               : ::write(fd_, line.data() + done, line.size() - done);
+    if (w > 0) {
+      done += (size_t)w;
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    const int e = w < 0 ? errno : EIO;
+    if (regular_) {
+      [[maybe_unused]] const int cut = ::ftruncate(fd_, size_);  // the part written is taken back
+    }
+    fail_write(path_, "write failed", e);
+  }
+  size_ += (off_t)done;
+}
+
+void AppendFile::sync() {
+  if (fd_ >= 0 && regular_ && ::fsync(fd_) != 0) fail_write(path_, "fsync failed", errno);
+}
+
+void AppendFile::close() {
+  if (fd_ < 0) return;
+  const int fd = fd_;
+  fd_ = -1;
+  if (regular_ && ::fsync(fd) != 0) {
+    const int e = errno;
+    ::close(fd);
+    fail_write(path_, "fsync failed", e);
+  }
+  if (::close(fd) != 0) fail_write(path_, "close failed", errno);
 }
 
 }  // namespace sl

@@ -516,7 +516,15 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
   result.skips = run.skips;
   result.summaries = ctx.summaries();
   fill_report(result, run, topo, total_threads);
-  if (run.trace) run.trace->write(opt.trace_path);
+  if (run.trace) {
+    try {  // the run's report comes back either way; a trace that cannot be written fails it
+      run.trace->write(opt.trace_path);
+    } catch (const Error& e) {
+      if (result.ok) result.error = std::string("trace: ") + e.what();
+      result.ok = false;
+      result.interrupted = false;
+    }
+  }
   return result;
 }
 

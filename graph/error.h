@@ -11,6 +11,13 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An output file that could not be written (a full disk, a file size limit, an I/O error): the
+// run ends with it, never a warning; what was written before stays whole (graph/atomic_file.h).
+class WriteError : public Error {
+ public:
+  using Error::Error;
+};
+
 // "<where>: <reason>" -- where is a path, a path with a byte offset, or a JSON pointer.
 [[noreturn]] inline void fail(const std::string& where, const std::string& reason) {
   throw Error(where + ": " + reason);

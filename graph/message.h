@@ -31,14 +31,19 @@ struct Tensor {
 };
 
 // A point cloud in structure-of-arrays layout: one contiguous float array per field.
+// Coordinates are local: the x, y, z columns hold world - origin (subtracted in double by the
+// reader), so float32 keeps its precision for data in a world frame such as UTM; world =
+// double(column) + origin. The origin's rule: stages/io/origin.h.
 struct PointCloud {
   std::vector<std::string> fields;           // e.g. {"x","y","z","intensity"}
   std::vector<std::vector<float>> columns;   // columns[f][i]
+  std::array<double, 3> origin{0, 0, 0};     // world position of local (0, 0, 0), in metres
   size_t size() const { return columns.empty() ? 0 : columns[0].size(); }
   int field_index(const std::string& name) const;  // -1 when absent
   size_t bytes() const { return size() * columns.size() * sizeof(float); }
 };
 
+// Points in the local frame of the scene's cloud (world - the cloud's origin).
 struct Polyline {
   int64_t id = 0;
   std::string category;

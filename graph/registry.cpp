@@ -22,6 +22,7 @@ const char* param_type_name(ParamType t) {
     case ParamType::FloatList: return "[float]";
     case ParamType::IntList: return "[int]";
     case ParamType::Object: return "object";
+    case ParamType::FloatsOrChoice: return "string or [float]";
   }
   return "?";
 }
@@ -76,6 +77,12 @@ ParamSpec p_required_string(std::string name, std::string doc) {
 ParamSpec p_nullable_string(std::string name, std::string doc) {
   ParamSpec p{std::move(name), ParamType::String, "null", std::move(doc)};
   p.nullable = true;
+  return p;
+}
+ParamSpec p_floats_or_choice(std::string name, std::vector<std::string> choices, size_t list_size, std::string doc) {
+  ParamSpec p{std::move(name), ParamType::FloatsOrChoice, quote(choices.at(0)), std::move(doc)};
+  p.choices = std::move(choices);
+  p.list_size = list_size;
   return p;
 }
 ParamSpec p_strings(std::string name, std::vector<std::string> def, std::string doc) {

@@ -16,7 +16,9 @@ namespace sl {
 class Stage;
 class Params;
 
-enum class ParamType { Bool, Int, Float, String, StringList, FloatList, IntList, Object };
+// FloatsOrChoice: an array of `list_size` numbers (any length when 0), or one of `choices` (a
+// string): e.g. an origin, "auto" or [x, y, z].
+enum class ParamType { Bool, Int, Float, String, StringList, FloatList, IntList, Object, FloatsOrChoice };
 const char* param_type_name(ParamType t);
 
 struct ParamSpec {
@@ -29,6 +31,7 @@ struct ParamSpec {
   std::vector<std::string> choices;  // allowed values for String
   std::vector<ParamSpec> fields;     // schema of an Object param (nested keys are checked too)
   bool nullable = false;             // JSON null allowed ("not set")
+  size_t list_size = 0;              // FloatsOrChoice: the array's length (0: any)
 };
 
 // Helpers that read well in a schema table.
@@ -43,6 +46,8 @@ ParamSpec p_strings(std::string name, std::vector<std::string> def, std::string 
 ParamSpec p_ints(std::string name, std::vector<long long> def, std::string doc, double min = -1e300);
 ParamSpec p_object(std::string name, std::vector<ParamSpec> fields, std::string doc);
 ParamSpec p_nullable_string(std::string name, std::string doc);  // default null
+// A string among `choices` (the default is the first) or an array of `list_size` numbers.
+ParamSpec p_floats_or_choice(std::string name, std::vector<std::string> choices, size_t list_size, std::string doc);
 
 enum class ErrorPolicy { Fail, Skip };
 

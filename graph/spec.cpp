@@ -15,6 +15,7 @@
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "graph/json_depth.h"
 #include "graph/plugin.h"
 
 namespace sl {
@@ -160,6 +161,27 @@ static void check_value(const ParamSpec& p, Value& v, const std::string& where, 
       }
       break;
     }
+    case ParamType::FloatsOrChoice: {
+      std::string all;
+      for (const auto& c : p.choices) all += (all.empty() ? "" : ", ") + c;
+      const std::string n = p.list_size ? std::to_string(p.list_size) + " " : "";
+      if (v.IsString()) {
+        if (std::find(p.choices.begin(), p.choices.end(), v.GetString()) == p.choices.end())
+          fail(where, "'" + std::string(v.GetString()) + "' is not one of " + all + " (or an array of " + n + "numbers)" +
+                          did_you_mean(v.GetString(), p.choices));
+        break;
+      }
+      if (!v.IsArray()) fail(where, "expected " + all + " or an array of " + n + "numbers, got " + describe(v));
+      if (p.list_size && v.Size() != p.list_size)
+        fail(where, "expected " + std::to_string(p.list_size) + " numbers, got " + std::to_string(v.Size()));
+      rapidjson::SizeType i = 0;
+      for (auto& e : v.GetArray()) {
+        std::string w = where + "/" + std::to_string(i++);
+        if (!e.IsNumber()) fail(w, "expected a number, got " + describe(e));
+        check_number(p, e, w);
+      }
+      break;
+    }
     case ParamType::Object:
       if (!v.IsObject()) fail(where, "expected an object, got " + describe(v));
       check_object(p.fields, v, where, a, "key");
@@ -219,7 +241,11 @@ static void apply_override(rapidjson::Document& doc, const std::string& ov) {
   std::string lhs = ov.substr(0, eq), rhs = ov.substr(eq + 1);
   auto& a = doc.GetAllocator();
   rapidjson::Document val(&a);
-  val.Parse(rhs.c_str());
+  // The iterative parser does not recurse, so text that is not JSON, however deep, stays a
+  // string; JSON nested too deep to copy (CopyFrom recurses) is no param's value: refused.
+  val.Parse<rapidjson::kParseIterativeFlag>(rhs.c_str());
+  if (!val.HasParseError() && json_depth_exceeded_at(rhs) >= 0)
+    throw Error("--set " + lhs + "=...: the value is JSON nested deeper than " + std::to_string(kJsonMaxDepth) + " levels");
   Value v;
   if (val.HasParseError()) v.SetString(rhs.c_str(), a);
   else v.CopyFrom(val, a);
@@ -300,6 +326,12 @@ PipelineSpec parse(const std::string& text, const std::string& path, const std::
   spec.source_path = path;
   spec.doc = std::make_shared<rapidjson::Document>();
   auto& doc = *spec.doc;
+  if (const int64_t deep = json_depth_exceeded_at(text); deep >= 0) {
+    size_t line, col;
+    line_col(text, (size_t)deep, &line, &col);
+    throw Error(path + ":" + std::to_string(line) + ":" + std::to_string(col) + ": JSON nested deeper than " +
+                std::to_string(kJsonMaxDepth) + " levels (byte " + std::to_string(deep) + ")");
+  }
   doc.Parse<rapidjson::kParseCommentsFlag>(text.c_str(), text.size());
   if (doc.HasParseError()) {
     size_t line, col;
@@ -597,9 +629,12 @@ void validate_graph(const PipelineSpec& spec) {
     for (const auto& t : spec.stages)
       for (const auto& in : t.inputs) used |= in == s.id;
     if (!used)
-      fail(P + "/stages/" + std::to_string(s.index), "the output of stage '" + s.id + "' (" +
-                                                         kind_name(s.schema->output) +
-                                                         ") goes nowhere; end the pipeline with a sink such as train_step or null_sink");
+      fail(P + "/stages/" + std::to_string(s.index),
+           "the output of stage '" + s.id + "' (" + kind_name(s.schema->output) +
+               ") goes nowhere; end the pipeline with a sink such as train_step or null_sink" +
+               (s.schema->output == Kind::Batch && s.index + 1 == (int)spec.stages.size()
+                    ? " (ending at its batch stage, it is a loader pipeline: streamline.Loader iterates it)"
+                    : ""));
   }
 }
 

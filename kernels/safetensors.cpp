@@ -10,6 +10,7 @@
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "graph/json_depth.h"
 
 namespace sl {
 
@@ -43,6 +44,9 @@ StFile read_safetensors(const std::string& path) {
                    std::to_string(s.size()) + " bytes): truncated or not safetensors");
   std::string header = s.substr(8, n);
   while (!header.empty() && header.back() == ' ') header.pop_back();
+  if (const int64_t deep = json_depth_exceeded_at(header); deep >= 0)
+    fail(path, "JSON header nested deeper than " + std::to_string(kJsonMaxDepth) + " levels (byte " +
+                   std::to_string(8 + deep) + ")");
   rapidjson::Document doc;
   doc.Parse(header.data(), header.size());
   if (doc.HasParseError())

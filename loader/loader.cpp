@@ -9,6 +9,7 @@
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "graph/json_depth.h"
 #include "graph/registry.h"
 
 namespace sl {
@@ -154,6 +155,7 @@ SL_REGISTER_STAGES(register_loader_sink);
 // ends in a sink, or in something other than batches, is refused with a reason; text that does
 // not parse is returned as it is, for parse_pipeline to report (file:line:column).
 std::string with_loader_sink(const std::string& text, const std::string& path) {
+  if (json_depth_exceeded_at(text) >= 0) return text;  // parse_pipeline says where
   rapidjson::Document doc;
   doc.Parse<rapidjson::kParseCommentsFlag>(text.c_str(), text.size());
   if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("stages") || !doc["stages"].IsArray() ||
@@ -192,12 +194,39 @@ std::string with_loader_sink(const std::string& text, const std::string& path) {
 
 }  // namespace
 
+bool is_loader_pipeline(const std::string& text) {
+  if (json_depth_exceeded_at(text) >= 0) return false;
+  rapidjson::Document doc;
+  doc.Parse<rapidjson::kParseCommentsFlag>(text.c_str(), text.size());
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("stages") || !doc["stages"].IsArray() ||
+      doc["stages"].Empty())
+    return false;
+  const auto& last = doc["stages"][doc["stages"].Size() - 1];
+  if (!last.IsObject() || !last.HasMember("type") || !last["type"].IsString()) return false;
+  const StageSchema* s = StageRegistry::instance().find(last["type"].GetString());
+  return s && s->output == Kind::Batch;
+}
+
+PipelineSpec parse_loader_pipeline(const std::string& text, const std::string& path,
+                                   const std::vector<std::string>& overrides) {
+  return parse_pipeline(with_loader_sink(text, path), path, overrides);
+}
+
+std::string loader_resolved_json(const PipelineSpec& spec, bool pretty) {
+  PipelineSpec without = spec;
+  without.doc = std::make_shared<rapidjson::Document>();
+  without.doc->CopyFrom(*spec.doc, without.doc->GetAllocator());
+  auto& stages = (*without.doc)["stages"];
+  const auto& last = stages[stages.Size() - 1];
+  if (std::string(last["type"].GetString()) == kSinkType) stages.PopBack();
+  return without.resolved_json(pretty);
+}
+
 LoaderPipeline::LoaderPipeline(LoaderOptions opt) : opt_(std::move(opt)) {
   if (opt_.world < 1 || opt_.rank < 0 || opt_.rank >= opt_.world)
     throw Error("loader: rank " + std::to_string(opt_.rank) + " of world_size " + std::to_string(opt_.world) +
                 ": needs 0 <= rank < world_size");
-  const std::string text = read_file(opt_.pipeline_path);
-  spec_ = parse_pipeline(with_loader_sink(text, opt_.pipeline_path), opt_.pipeline_path, opt_.overrides);
+  spec_ = parse_loader_pipeline(read_file(opt_.pipeline_path), opt_.pipeline_path, opt_.overrides);
   const StageSpec& sink = spec_.stage(kSinkId);
   const StageSpec& feeder = spec_.stage(sink.inputs.at(0));
   if (feeder.type == "batch") {

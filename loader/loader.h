@@ -44,6 +44,18 @@ struct LoaderOptions {
   int rank = 0, world = 1;             // this process's shard of each epoch (data-parallel)
 };
 
+// Loader pipelines: files that end at a stage emitting host batches (their batch stage), feeding
+// nothing; the loader appends a sink of its own. True when `text` is one (its last stage's type
+// registered, emitting Batch).
+bool is_loader_pipeline(const std::string& text);
+// A loader pipeline parsed and checked as the loader runs it, its sink appended (the file's
+// stages keep their indices in errors); throws sl::Error like parse_pipeline.
+PipelineSpec parse_loader_pipeline(const std::string& text, const std::string& path,
+                                   const std::vector<std::string>& overrides = {});
+// The resolved pipeline of parse_loader_pipeline without the loader's sink: the file's stages
+// with every default written out (`streamline validate --print`).
+std::string loader_resolved_json(const PipelineSpec& spec, bool pretty);
+
 // The queue between the loader's sink and the consumer.
 class LoaderChannel;
 

@@ -1,11 +1,13 @@
 #include "report/eval_examples.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
 #include <rapidjson/document.h>
 
 #include "graph/error.h"
+#include "graph/json_depth.h"
 #include "stages/train/metrics.h"
 
 namespace sl::report {
@@ -51,6 +53,22 @@ void put_floats(std::string& o, const std::vector<float>& v) {
   o += ']';
 }
 
+// World coordinates: the shortest text that reads back to exactly each double.
+void put_doubles(std::string& o, const std::vector<double>& v) {
+  char b[40];
+  o += '[';
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) o += ',';
+    if (!std::isfinite(v[i])) {
+      o += "null";
+      continue;
+    }
+    auto r = std::to_chars(b, b + sizeof b, v[i]);
+    o.append(b, r.ptr);
+  }
+  o += ']';
+}
+
 std::vector<float> get_floats(const rapidjson::Value& obj, const char* key, size_t multiple, const std::string& where) {
   if (!obj.HasMember(key) || !obj[key].IsArray()) fail(where, std::string("'") + key + "' is missing or not an array");
   std::vector<float> v;
@@ -79,12 +97,22 @@ std::string to_json(const EvalExamples& e) {
     put_floats(o, x.refined);
     o += ",\"truth\":";
     put_floats(o, x.truth);
+    if (!x.truth_world.empty()) {
+      o += ",\"world\":{\"noisy\":";
+      put_doubles(o, x.noisy_world);
+      o += ",\"refined\":";
+      put_doubles(o, x.refined_world);
+      o += ",\"truth\":";
+      put_doubles(o, x.truth_world);
+      o += '}';
+    }
     o += '}';
   }
   return o + "]}\n";
 }
 
 EvalExamples parse_eval_examples(const std::string& text, const std::string& path) {
+  check_json_depth(text, path);
   rapidjson::Document d;
   d.Parse(text.c_str(), text.size());
   if (d.HasParseError() || !d.IsObject()) fail(path, "not a JSON object (a file cut short?)");
@@ -105,6 +133,15 @@ EvalExamples parse_eval_examples(const std::string& text, const std::string& pat
     x.noisy = get_floats(l, "noisy", 3, where);
     x.refined = get_floats(l, "refined", 3, where);
     x.truth = get_floats(l, "truth", 3, where);
+    if (l.HasMember("world") && l["world"].IsObject()) {
+      const auto& w = l["world"];
+      for (auto [key, out] : {std::pair<const char*, std::vector<double>*>{"noisy", &x.noisy_world},
+                              {"refined", &x.refined_world}, {"truth", &x.truth_world}}) {
+        if (!w.HasMember(key) || !w[key].IsArray()) fail(where + "/world", std::string("'") + key + "' is missing or not an array");
+        for (const auto& v : w[key].GetArray()) out->push_back(v.IsNumber() ? v.GetDouble() : NAN);
+        if (out->size() != x.truth.size()) fail(where + "/world", std::string("'") + key + "' differs in length from truth");
+      }
+    }
     if (x.noisy.size() != x.truth.size() || x.refined.size() != x.truth.size())
       fail(where, "noisy, refined and truth differ in length");
     e.lines.push_back(std::move(x));

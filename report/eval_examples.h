@@ -1,7 +1,8 @@
 // A few validation lines as the model saw them at an evaluation: the points around the line,
 // the perturbed input, the refined line and the truth, in the line's own frame (after the
-// pipeline's center stage). The trainer writes them to RUN_DIR/eval_examples.json at each
-// evaluation; the run report draws them top-down.
+// pipeline's center stage), and the three lines again in world coordinates (double). The
+// trainer writes them to RUN_DIR/eval_examples.json at each evaluation; the run report draws
+// them top-down.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,6 +15,9 @@ struct EvalExample {
   std::vector<float> context;     // [P,3]: x, y and intensity (0 when the batch has none)
   std::vector<float> noisy, refined, truth;  // [L,3]
   double err_before_m = 0, err_after_m = 0;  // mean point error to the true line
+  // The same three lines in world coordinates ([L,3], double; the scene's origin added back to
+  // the line frame's position): where they are on the map. Empty when the batch had no "frame".
+  std::vector<double> noisy_world, refined_world, truth_world;
 };
 
 struct EvalExamples {

@@ -15,6 +15,7 @@
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "graph/json_depth.h"
 #include "report/charts.h"
 
 namespace sl::report {
@@ -46,6 +47,10 @@ Metrics read_metrics(const std::string& path) {
     const bool last_unterminated = in.eof();  // getline hit the end without a newline
     if (line.empty()) continue;
     const std::string where = path + ":" + std::to_string(n);
+    if (json_depth_exceeded_at(line) >= 0) {
+      m.problems.push_back(where + ": JSON nested deeper than " + std::to_string(kJsonMaxDepth) + " levels");
+      continue;
+    }
     rapidjson::Document d;
     d.Parse(line.c_str(), line.size());
     if (d.HasParseError() || !d.IsObject()) {
@@ -181,6 +186,7 @@ std::string duration(double s) {
 }
 
 std::string pretty_json(const std::string& text) {
+  if (json_depth_exceeded_at(text) >= 0) return text;
   rapidjson::Document d;
   d.Parse(text.c_str(), text.size());
   if (d.HasParseError()) return text;
@@ -195,6 +201,7 @@ std::string pretty_json(const std::string& text) {
 // The constant learning rate of the pipeline's train_step (what the trainer applies when the
 // metrics carry no "lr"), or NaN.
 double pipeline_lr(const std::string& pipeline_json) {
+  if (json_depth_exceeded_at(pipeline_json) >= 0) return NAN;
   rapidjson::Document d;
   d.Parse(pipeline_json.c_str(), pipeline_json.size());
   if (d.HasParseError() || !d.IsObject() || !d.HasMember("stages") || !d["stages"].IsArray()) return NAN;

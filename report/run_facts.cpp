@@ -10,6 +10,7 @@
 #include <rapidjson/stringbuffer.h>
 
 #include "graph/error.h"
+#include "graph/json_depth.h"
 
 namespace sl::report {
 
@@ -148,6 +149,7 @@ std::string to_json(const RunFacts& f) {
 }
 
 RunFacts parse_run_facts(const std::string& text, const std::string& path) {
+  check_json_depth(text, path);
   rapidjson::Document d;
   d.Parse(text.c_str(), text.size());
   if (d.HasParseError() || !d.IsObject()) fail(path, "not a JSON object (a file cut short?)");

@@ -155,6 +155,7 @@ class BatchStage : public Stage {
     }
     b.scene_index.push_back((int32_t)s.scene_index);
     b.line_index.push_back((int32_t)s.line_index);
+    b.scene_origin.push_back(s.scene && s.scene->cloud ? s.scene->cloud->origin : std::array<double, 3>{0, 0, 0});
     ++b.size;
   }
 

@@ -3,6 +3,7 @@
 // lets go (the trainer after its step, or the device copy once its event completed), and the
 // batch stage, woken by that, continues filling. Memory: slots x slot bytes, fixed by config.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,6 +49,9 @@ struct Batch {
   int64_t index = 0;     // batch number within the epoch
   std::vector<BatchTensor> tensors;
   std::vector<int32_t> scene_index, line_index;  // provenance per sample
+  // Per sample: the origin of its scene's cloud (world = local + origin; stages/io/origin.h),
+  // {0, 0, 0} for a sample without a scene (a sample cache).
+  std::vector<std::array<double, 3>> scene_origin;
   // Data position after this batch: resume here to continue with the next batch.
   Position next;
   int64_t next_skip = 0;  // samples of source item `next.index` already consumed

@@ -112,6 +112,7 @@ class ToDevice : public Stage {
       db->tensors = b.tensors;
       db->scene_index = b.scene_index;
       db->line_index = b.line_index;
+      db->scene_origin = b.scene_origin;
       db->next = b.next;
       db->next_skip = b.next_skip;
       db->device = handle;

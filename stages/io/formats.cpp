@@ -20,8 +20,8 @@ std::deque<CloudFormat>& rows() {
 }  // namespace
 
 void add_cloud_format(CloudFormat f) {
-  if (f.name.empty() || f.extension.empty() || !f.decode || !f.count || !f.write)
-    throw Error("cloud format '" + f.name + "' needs a name, an extension, a decoder, a count and a writer");
+  if (f.name.empty() || f.extension.empty() || !f.decode || !f.count)
+    throw Error("cloud format '" + f.name + "' needs a name, an extension, a decoder and a count");
   std::lock_guard<std::mutex> lock(g_mu);
   for (const auto& r : rows())
     if (r.name == f.name || r.extension == f.extension)
@@ -42,6 +42,13 @@ std::vector<const CloudFormat*> cloud_formats() {
 std::vector<std::string> cloud_format_names() {
   std::vector<std::string> out;
   for (const auto* f : cloud_formats()) out.push_back(f->name);
+  return out;
+}
+
+std::vector<std::string> writable_cloud_format_names() {
+  std::vector<std::string> out;
+  for (const auto* f : cloud_formats())
+    if (f->write) out.push_back(f->name);
   return out;
 }
 
@@ -74,10 +81,10 @@ std::string cloud_stem(const std::string& path, const CloudFormat& f) {
   return name.size() > f.extension.size() ? name.substr(0, name.size() - f.extension.size()) : name;
 }
 
-PointCloud read_cloud_file(const std::string& path, bool drop_nan, int64_t* dropped) {
+PointCloud read_cloud_file(const std::string& path, const DecodeOptions& opt, DecodeInfo* info) {
   const CloudFormat* f = format_of_path(path);
   if (!f) fail(path, "unknown cloud file type (expected one of " + cloud_extensions_text() + ")");
-  return f->decode(path, drop_nan, dropped);
+  return f->decode(path, opt, info);
 }
 
 }  // namespace sl

@@ -13,8 +13,9 @@ namespace sl {
 namespace {
 
 // N records of `floats` little-endian float32 whose first four are x, y, z, intensity.
-PointCloud read_float_records(const std::string& path, size_t floats, const char* layout, bool drop_nan,
-                              int64_t* dropped) {
+PointCloud read_float_records(const std::string& path, size_t floats, const char* layout, const DecodeOptions& opt,
+                              DecodeInfo* info) {
+  const bool drop_nan = opt.drop_nan;
   MappedFile f(path);
   const size_t rec = floats * sizeof(float);
   if (f.size() == 0) fail(path, "empty file, expected N x " + std::to_string(rec) + " bytes (" + layout + " as float32)");
@@ -35,13 +36,17 @@ PointCloud read_float_records(const std::string& path, size_t floats, const char
     ++w;
   }
   for (auto& c : cloud.columns) c.resize(w);
-  if (dropped) *dropped = int64_t(n - w);
+  const int64_t moved_out = localize_float32(cloud, opt.origin, info, drop_nan);
+  if (info) info->dropped = int64_t(n - w) + moved_out;
   return cloud;
 }
 
 // Writes x, y, z, intensity (0 without it), then `extra` zero-or-field columns, as float32 records.
 void write_float_records(const std::string& path, const PointCloud& cloud, const std::vector<std::string>& names,
                          const char* what) {
+  if (cloud.origin != std::array<double, 3>{0, 0, 0})
+    fail(path, std::string("a ") + what + " holds float32 coordinates in the sensor's frame; this cloud has an origin "
+               "(world coordinates, e.g. UTM): write it as pcd, ply or las");
   std::vector<const std::vector<float>*> col(names.size(), nullptr);
   for (size_t f = 0; f < cloud.fields.size(); ++f)
     for (size_t c = 0; c < names.size(); ++c)
@@ -60,12 +65,26 @@ void write_float_records(const std::string& path, const PointCloud& cloud, const
 
 }  // namespace
 
+PointCloud read_kitti_bin(const std::string& path, const DecodeOptions& opt, DecodeInfo* info) {
+  return read_float_records(path, 4, "x y z intensity", opt, info);
+}
+
+PointCloud read_nuscenes_bin(const std::string& path, const DecodeOptions& opt, DecodeInfo* info) {
+  return read_float_records(path, 5, "x y z intensity ring", opt, info);
+}
+
 PointCloud read_kitti_bin(const std::string& path, bool drop_nan, int64_t* dropped) {
-  return read_float_records(path, 4, "x y z intensity", drop_nan, dropped);
+  DecodeInfo info;
+  PointCloud c = read_kitti_bin(path, DecodeOptions{drop_nan, OriginPolicy::stored()}, &info);
+  if (dropped) *dropped = info.dropped;
+  return c;
 }
 
 PointCloud read_nuscenes_bin(const std::string& path, bool drop_nan, int64_t* dropped) {
-  return read_float_records(path, 5, "x y z intensity ring", drop_nan, dropped);
+  DecodeInfo info;
+  PointCloud c = read_nuscenes_bin(path, DecodeOptions{drop_nan, OriginPolicy::stored()}, &info);
+  if (dropped) *dropped = info.dropped;
+  return c;
 }
 
 void write_kitti_bin(const std::string& path, const PointCloud& cloud) {
@@ -85,12 +104,14 @@ int64_t records(const std::string& path, size_t bytes) {
   return int64_t(f.size() / bytes);
 }
 CloudFormat kitti_format() {
-  return {"bin", ".bin", "KITTI velodyne: N x 4 float32 (x y z intensity), no header", read_kitti_bin,
+  return {"bin", ".bin", "KITTI velodyne: N x 4 float32 (x y z intensity), no header",
+          [](const std::string& p, const DecodeOptions& o, DecodeInfo* i) { return read_kitti_bin(p, o, i); },
           [](const std::string& p) { return records(p, 16); }, write_kitti_bin};
 }
 CloudFormat nuscenes_format() {
   return {"nuscenes", ".pcd.bin", "nuScenes LiDAR sweep: N x 5 float32 (x y z intensity ring), no header",
-          read_nuscenes_bin, [](const std::string& p) { return records(p, 20); }, write_nuscenes_bin};
+          [](const std::string& p, const DecodeOptions& o, DecodeInfo* i) { return read_nuscenes_bin(p, o, i); },
+          [](const std::string& p) { return records(p, 20); }, write_nuscenes_bin};
 }
 SL_REGISTER_CLOUD_FORMAT(kitti_format);
 SL_REGISTER_CLOUD_FORMAT(nuscenes_format);

@@ -9,9 +9,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "graph/json_depth.h"
+#include "stages/io/origin.h"
 
 namespace sl {
 
@@ -93,7 +96,9 @@ struct ExactNumbers {
 }  // namespace
 
 LinesFile parse_lines_json(const std::string& text, const std::string& path, const std::vector<std::string>& categories,
-                           int64_t max_points_per_line) {
+                           int64_t max_points_per_line, const std::array<double, 3>& origin) {
+  // The reader (SAX) recurses once per level as the DOM would: a deep file is refused first.
+  check_json_depth(text, path);
   rapidjson::Document doc;
   rapidjson::ParseResult res;
   auto generate = [&](rapidjson::Document& d) {
@@ -115,6 +120,7 @@ LinesFile parse_lines_json(const std::string& text, const std::string& path, con
   Ctx c{path};
   if (!doc.IsObject()) c.bad("", std::string("expected an object, found ") + type_name(doc));
   LinesFile out;
+  out.origin = origin;
   const Value& frame = c.member(doc, "frame", "");
   if (!frame.IsString()) c.bad("/frame", std::string("expected a string, found ") + type_name(frame));
   out.frame.assign(frame.GetString(), frame.GetStringLength());
@@ -147,11 +153,13 @@ LinesFile parse_lines_json(const std::string& text, const std::string& path, con
                                 : std::string("expected [x, y, z], found ") + type_name(pt));
       for (rapidjson::SizeType k = 0; k < 3; ++k) {
         const Value& v = pt[k];
-        float f = v.IsNumber() ? static_cast<float>(v.GetDouble()) : 0.f;
-        if (!v.IsNumber() || !std::isfinite(f))  // a finite double can still overflow float
+        // World minus origin in double, then float: the float keeps the local coordinate's precision.
+        const double local = v.IsNumber() ? v.GetDouble() - origin[k] : 0.0;
+        const bool in_range = std::isfinite(local) && std::fabs(local) <= double(std::numeric_limits<float>::max());
+        if (!v.IsNumber() || !in_range)  // a finite double can still overflow float
           c.bad(ptp + "/" + std::to_string(k), std::string("expected a finite number, found ") +
                                                    (v.IsNumber() ? "a number out of float range" : type_name(v)));
-        pl.points[pi][k] = f;
+        pl.points[pi][k] = static_cast<float>(local);
       }
     }
     if (categories.empty() || std::find(categories.begin(), categories.end(), pl.category) != categories.end())
@@ -161,8 +169,8 @@ LinesFile parse_lines_json(const std::string& text, const std::string& path, con
 }
 
 LinesFile read_lines_json(const std::string& path, const std::vector<std::string>& categories,
-                          int64_t max_points_per_line) {
-  return parse_lines_json(read_file(path), path, categories, max_points_per_line);
+                          int64_t max_points_per_line, const std::array<double, 3>& origin) {
+  return parse_lines_json(read_file(path), path, categories, max_points_per_line, origin);
 }
 
 namespace {
@@ -187,6 +195,7 @@ void append_json_string(std::string& out, const std::string& s) {
 }  // namespace
 
 void write_lines_json(const std::string& path, const LinesFile& file) {
+  const bool world = file.origin != std::array<double, 3>{0, 0, 0};
   std::string out = "{\"frame\": ";
   append_json_string(out, file.frame);
   out += ", \"lines\": [";
@@ -204,9 +213,13 @@ void write_lines_json(const std::string& path, const LinesFile& file) {
         if (!std::isfinite(v))
           fail(path, "cannot write line " + std::to_string(li) + " point " + std::to_string(pi) +
                          ": non-finite coordinate (JSON has no NaN)");
-        auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 9);
         if (k) out += ", ";
-        out.append(buf, r.ptr);
+        if (world) {  // world = local + origin in double, written exactly (shortest round-trip text)
+          out += exact_number(to_world(v, file.origin[k]));
+        } else {
+          auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 9);
+          out.append(buf, r.ptr);
+        }
       }
       out += ']';
     }

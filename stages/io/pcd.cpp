@@ -27,6 +27,7 @@ namespace {
 // Element counts above this are rejected: they only appear in corrupt headers, and bounding
 // them keeps every size computation far from overflow.
 constexpr int64_t kMaxCount = int64_t(1) << 24;
+constexpr size_t kMaxHeaderBytes = size_t(1) << 20;
 
 std::string at_byte(size_t off) { return "byte " + std::to_string(off) + ": "; }
 
@@ -75,33 +76,71 @@ bool num_of(char type, int size, Num& n) {
   return false;
 }
 
-// out[i] = float(element at src + i * stride), for n elements of type T.
+// A double as a float without undefined behaviour: beyond float's range it is +-inf.
+inline float to_float_sat(double v) {
+  if (v > double(std::numeric_limits<float>::max())) return std::numeric_limits<float>::infinity();
+  if (v < -double(std::numeric_limits<float>::max())) return -std::numeric_limits<float>::infinity();
+  return static_cast<float>(v);
+}
+
+// out[i] = float(element at src + i * stride), for n elements of type T; with `origin`,
+// float(double(element) - origin): the subtraction in double, for coordinates stored wider
+// than float32 (stages/io/origin.h).
 template <class T>
-void copy_strided(const char* src, size_t stride, size_t n, float* out) {
-  if (stride == sizeof(T) && std::is_same_v<T, float>) {
+void copy_strided(const char* src, size_t stride, size_t n, float* out, double origin) {
+  if (stride == sizeof(T) && std::is_same_v<T, float> && origin == 0) {
     std::memcpy(out, src, n * sizeof(float));
     return;
   }
   for (size_t i = 0; i < n; ++i) {
     T v;
     std::memcpy(&v, src + i * stride, sizeof(T));
-    out[i] = static_cast<float>(v);
+    if constexpr (std::is_same_v<T, double>) out[i] = to_float_sat(v - origin);
+    else if (origin == 0) out[i] = static_cast<float>(v);
+    else out[i] = to_float_sat(static_cast<double>(v) - origin);
   }
 }
 
-void copy_strided(Num t, const char* src, size_t stride, size_t n, float* out) {
+void copy_strided(Num t, const char* src, size_t stride, size_t n, float* out, double origin) {
   switch (t) {
-    case Num::I8: return copy_strided<int8_t>(src, stride, n, out);
-    case Num::U8: return copy_strided<uint8_t>(src, stride, n, out);
-    case Num::I16: return copy_strided<int16_t>(src, stride, n, out);
-    case Num::U16: return copy_strided<uint16_t>(src, stride, n, out);
-    case Num::I32: return copy_strided<int32_t>(src, stride, n, out);
-    case Num::U32: return copy_strided<uint32_t>(src, stride, n, out);
-    case Num::I64: return copy_strided<int64_t>(src, stride, n, out);
-    case Num::U64: return copy_strided<uint64_t>(src, stride, n, out);
-    case Num::F32: return copy_strided<float>(src, stride, n, out);
-    case Num::F64: return copy_strided<double>(src, stride, n, out);
+    case Num::I8: return copy_strided<int8_t>(src, stride, n, out, origin);
+    case Num::U8: return copy_strided<uint8_t>(src, stride, n, out, origin);
+    case Num::I16: return copy_strided<int16_t>(src, stride, n, out, origin);
+    case Num::U16: return copy_strided<uint16_t>(src, stride, n, out, origin);
+    case Num::I32: return copy_strided<int32_t>(src, stride, n, out, origin);
+    case Num::U32: return copy_strided<uint32_t>(src, stride, n, out, origin);
+    case Num::I64: return copy_strided<int64_t>(src, stride, n, out, origin);
+    case Num::U64: return copy_strided<uint64_t>(src, stride, n, out, origin);
+    case Num::F32: return copy_strided<float>(src, stride, n, out, origin);
+    case Num::F64: return copy_strided<double>(src, stride, n, out, origin);
   }
+}
+
+// One stored element as a double (exact for every type but 64-bit integers beyond 2^53).
+double load_double(Num t, const char* p) {
+  auto get = [p](auto v) {
+    std::memcpy(&v, p, sizeof v);
+    return static_cast<double>(v);
+  };
+  switch (t) {
+    case Num::I8: return get(int8_t{});
+    case Num::U8: return get(uint8_t{});
+    case Num::I16: return get(int16_t{});
+    case Num::U16: return get(uint16_t{});
+    case Num::I32: return get(int32_t{});
+    case Num::U32: return get(uint32_t{});
+    case Num::I64: return get(int64_t{});
+    case Num::U64: return get(uint64_t{});
+    case Num::F32: return get(float{});
+    case Num::F64: return get(double{});
+  }
+  return 0;
+}
+
+// Types whose values float32 cannot hold exactly: coordinates stored in them are moved to the
+// origin in double before they become float32.
+bool wider_than_float(Num t) {
+  return t == Num::F64 || t == Num::I32 || t == Num::U32 || t == Num::I64 || t == Num::U64;
 }
 
 // One column to decode: which stored element, and where its floats go.
@@ -110,6 +149,8 @@ struct Target {
   int elem = 0;    // element within a COUNT > 1 field
   Num num = Num::F32;
   float* out = nullptr;
+  double origin = 0;         // subtracted in double (a coordinate stored wider than float32)
+  double* out_d = nullptr;   // ascii: the value as a double instead (out unused), for the origin
 };
 
 }  // namespace
@@ -125,9 +166,15 @@ PcdHeader parse_pcd_header(const char* data, size_t size, const std::string& pat
   size_t pos = 0;
   auto where = [&](int64_t line) { return path + ": header line " + std::to_string(line); };
 
+  // A header longer than 1 MiB is not a point cloud's (real ones take a few hundred bytes): its
+  // lines are split into tokens and names, ~45 bytes of memory per byte of a FIELDS line, so a
+  // 20 MB header took 900 MB before it was refused.
+  const size_t reach = std::min(size, kMaxHeaderBytes + 1);
   while (pos < size && !seen_data) {
     ++line_no;
-    const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', size - pos));
+    if (pos >= reach) fail(path, "the header is longer than 1 MiB without a DATA line (not a PCD file?)");
+    const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', reach - pos));
+    if (!nl && reach < size) fail(path, "the header is longer than 1 MiB without a DATA line (not a PCD file?)");
     size_t end = nl ? size_t(nl - data) : size;
     std::string_view line(data + pos, end - pos);
     size_t next = nl ? end + 1 : size;
@@ -509,7 +556,7 @@ void decode_binary(const PcdHeader& h, const BinaryBody& b, const std::vector<Ta
     for (auto& t : targets) {
       size_t stride = b.stride[t.field];
       const char* src = b.base + b.off[t.field] + size_t(t.elem) * size_t(h.sizes[t.field]) + i0 * stride;
-      copy_strided(t.num, src, stride, m, t.out + i0);
+      copy_strided(t.num, src, stride, m, t.out + i0, t.origin);
     }
     if (release && (i0 + m) * point_bytes >= next_release) {
       mapped->release(h.data_offset + (i0 + m) * point_bytes);
@@ -580,18 +627,19 @@ void decode_ascii(const PcdHeader& h, const AsciiLayout& L, const char* data, si
       std::from_chars_result r{b, std::errc::invalid_argument};
       // Floats parse straight to float (correctly rounded, as PCL's strtof); integer types and
       // values beyond float range go through double ("1e39" -> inf, as a C cast would).
-      if (tg.num == Num::F32) r = std::from_chars(b, p, v);
-      if (tg.num != Num::F32 || r.ec == std::errc::result_out_of_range) {
+      if (tg.num == Num::F32 && !tg.out_d) r = std::from_chars(b, p, v);
+      if (tg.num != Num::F32 || tg.out_d || r.ec == std::errc::result_out_of_range) {
         double d = 0;
         r = std::from_chars(b, p, d);
-        v = static_cast<float>(d);
+        v = to_float_sat(d - tg.origin);
+        if (tg.out_d) tg.out_d[i] = d;
       }
       if (r.ec != std::errc() || r.ptr != p)
       {
         std::string tok(s, size_t(std::min<ptrdiff_t>(p - s, 40)));
         bad(s, "'" + tok + "' is not a number");
       }
-      tg.out[i] = v;
+      if (!tg.out_d) tg.out[i] = v;
     }
     while (p < end && (is_space(*p) || *p == '\r')) ++p;
     if (p < end && *p != '\n') bad(p, "more than " + std::to_string(ntok) + " values on the line");
@@ -601,7 +649,7 @@ void decode_ascii(const PcdHeader& h, const AsciiLayout& L, const char* data, si
 }  // namespace
 
 PointCloud parse_pcd(const char* data, size_t size, const std::string& path, const PcdReadOptions& opt,
-                     int64_t* dropped_nan, const MappedFile* mapped) {
+                     int64_t* dropped_nan, const MappedFile* mapped, DecodeInfo* info) {
   PcdHeader h = parse_pcd_header(data, size, path);
   if (h.points > opt.max_points)
     fail(path, "POINTS " + std::to_string(h.points) + " exceeds the limit of " + std::to_string(opt.max_points));
@@ -650,6 +698,42 @@ PointCloud parse_pcd(const char* data, size_t size, const std::string& path, con
     num_of(h.types[src_field[c]], h.sizes[src_field[c]], num);
     targets.push_back({src_field[c], src_elem[c], num, cloud.columns[c].data()});
   }
+  // The origin (stages/io/origin.h) moves output columns 0, 1, 2 -- the coordinates. Stored as
+  // float32 (or narrower), they are decoded as they are and moved after the NaN check; stored
+  // wider (F 8, 32/64-bit integers), they are moved in double while decoded, the auto origin
+  // taken from a first pass over the stored values (ascii: parsed into doubles first).
+  const bool has_coords = opt.fields.size() >= 3 && src_field[0] >= 0 && src_field[1] >= 0 && src_field[2] >= 0;
+  bool wide = false;
+  for (size_t c = 0; c < 3 && has_coords; ++c) wide |= wider_than_float(targets[c].num);
+  std::vector<double> coords_d[3];
+  Bounds wide_bounds;
+  if (wide && h.data == "ascii") {
+    for (size_t c = 0; c < 3; ++c) {
+      coords_d[c].resize(n);
+      targets[c].out_d = coords_d[c].data();
+    }
+  } else if (wide) {
+    Vec3d o = opt.origin.fixed;
+    if (opt.origin.automatic) {
+      const char* at[3];
+      size_t stride[3];
+      for (size_t c = 0; c < 3; ++c) {
+        const Target& t = targets[c];
+        at[c] = bin.base + bin.off[t.field] + size_t(t.elem) * size_t(h.sizes[t.field]);
+        stride[c] = bin.stride[t.field];
+      }
+      for (size_t i = 0; i < n; ++i) {
+        const double x = load_double(targets[0].num, at[0] + i * stride[0]);
+        const double y = load_double(targets[1].num, at[1] + i * stride[1]);
+        const double z = load_double(targets[2].num, at[2] + i * stride[2]);
+        // The points the NaN check keeps, as the float path's bounds after it.
+        if (!opt.drop_nan || (std::isfinite(x) && std::isfinite(y) && std::isfinite(z))) wide_bounds.add(x, y, z);
+      }
+      o = grid_origin(wide_bounds);
+    }
+    cloud.origin = o;
+    for (size_t c = 0; c < 3; ++c) targets[c].origin = o[c];
+  }
   std::vector<float> scratch[3];
   const float* check[3] = {nullptr, nullptr, nullptr};
   for (int a = 0; a < 3; ++a) {
@@ -666,6 +750,22 @@ PointCloud parse_pcd(const char* data, size_t size, const std::string& path, con
   }
   if (h.data == "ascii") decode_ascii(h, asc, data, size, path, targets, n);
   else decode_binary(h, bin, targets, n, mapped);
+  if (!coords_d[0].empty()) {  // ascii, stored wide: the origin from the parsed doubles
+    Vec3d o = opt.origin.fixed;
+    if (opt.origin.automatic) {
+      for (size_t i = 0; i < n; ++i) {
+        const double x = coords_d[0][i], y = coords_d[1][i], z = coords_d[2][i];
+        if (!opt.drop_nan || (std::isfinite(x) && std::isfinite(y) && std::isfinite(z))) wide_bounds.add(x, y, z);
+      }
+      o = grid_origin(wide_bounds);
+    }
+    cloud.origin = o;
+    for (size_t c = 0; c < 3; ++c) {
+      float* out = cloud.columns[c].data();
+      for (size_t i = 0; i < n; ++i) out[i] = to_float_sat(coords_d[c][i] - o[c]);
+      std::vector<double>().swap(coords_d[c]);
+    }
+  }
 
   int64_t dropped = 0;
   if (check[0] || check[1] || check[2]) {
@@ -702,13 +802,16 @@ PointCloud parse_pcd(const char* data, size_t size, const std::string& path, con
       for (auto& col : cloud.columns) col.resize(w);
     }
   }
+  const bool stored_frame = !opt.origin.automatic && opt.origin.fixed == Vec3d{0, 0, 0};
+  if (has_coords && !wide && (!stored_frame || info)) dropped += localize_float32(cloud, opt.origin, info, opt.drop_nan);
   if (dropped_nan) *dropped_nan = dropped;
+  if (info) info->dropped = dropped;
   return cloud;
 }
 
-PointCloud read_pcd(const std::string& path, const PcdReadOptions& opt, int64_t* dropped_nan) {
+PointCloud read_pcd(const std::string& path, const PcdReadOptions& opt, int64_t* dropped_nan, DecodeInfo* info) {
   MappedFile f(path);
-  return parse_pcd(f.data(), f.size(), path, opt, dropped_nan, &f);
+  return parse_pcd(f.data(), f.size(), path, opt, dropped_nan, &f, info);
 }
 
 // ---- writer -----------------------------------------------------------------------------------
@@ -728,6 +831,9 @@ void write_pcd(const std::string& path, const PointCloud& cloud, PcdDataMode mod
   if (cloud.columns.size() != nf)
     fail(path, "cloud has " + std::to_string(nf) + " field names but " + std::to_string(cloud.columns.size()) + " columns");
   const size_t n = cloud.columns[0].size();
+  // A cloud with an origin is written in world coordinates: x, y, z as F 8, column + origin.
+  const bool world = cloud.origin != std::array<double, 3>{0, 0, 0};
+  std::vector<int> axis(nf, -1);  // per field: 0/1/2 for a world coordinate, -1 for F 4
   for (size_t f = 0; f < nf; ++f) {
     const auto& name = cloud.fields[f];
     if (name.empty() || std::any_of(name.begin(), name.end(), [](char c) { return c <= ' ' || c == 127; }))
@@ -735,17 +841,21 @@ void write_pcd(const std::string& path, const PointCloud& cloud, PcdDataMode mod
     if (cloud.columns[f].size() != n)
       fail(path, "column '" + name + "' has " + std::to_string(cloud.columns[f].size()) + " values, expected " +
                      std::to_string(n));
+    if (world && (name == "x" || name == "y" || name == "z")) axis[f] = name[0] - 'x';
   }
+  auto world_at = [&](size_t f, size_t i) { return to_world(cloud.columns[f][i], cloud.origin[size_t(axis[f])]); };
   std::string head = "# .PCD v0.7 - Point Cloud Data file format\nVERSION 0.7\nFIELDS";
   for (auto& name : cloud.fields) head += " " + name;
   head += "\nSIZE";
-  for (size_t f = 0; f < nf; ++f) head += " 4";
+  for (size_t f = 0; f < nf; ++f) head += axis[f] >= 0 ? " 8" : " 4";
   head += "\nTYPE";
   for (size_t f = 0; f < nf; ++f) head += " F";
   head += "\nCOUNT";
   for (size_t f = 0; f < nf; ++f) head += " 1";
   head += "\nWIDTH " + std::to_string(n) + "\nHEIGHT 1\nVIEWPOINT 0 0 0 1 0 0 0\nPOINTS " + std::to_string(n) +
           "\nDATA " + pcd_data_mode_name(mode) + "\n";
+  size_t point_bytes = 0;
+  for (size_t f = 0; f < nf; ++f) point_bytes += axis[f] >= 0 ? 8 : 4;
 
   std::string body;
   if (mode == PcdDataMode::Ascii) {
@@ -757,6 +867,9 @@ void write_pcd(const std::string& path, const PointCloud& cloud, PcdDataMode mod
         char* e;
         if (std::isnan(v)) {
           e = std::copy_n("nan", 3, buf);
+        } else if (axis[f] >= 0) {
+          const std::string w = exact_number(world_at(f, i));  // shortest text of the double
+          e = std::copy(w.begin(), w.end(), buf);
         } else {
           e = std::to_chars(buf, buf + sizeof buf, v).ptr;  // shortest text that reads back exactly
         }
@@ -766,15 +879,34 @@ void write_pcd(const std::string& path, const PointCloud& cloud, PcdDataMode mod
       body += '\n';
     }
   } else if (mode == PcdDataMode::Binary) {
-    body.resize(n * nf * 4);
+    body.resize(n * point_bytes);
     char* out = body.data();
     for (size_t i = 0; i < n; ++i)
-      for (size_t f = 0; f < nf; ++f, out += 4) std::memcpy(out, &cloud.columns[f][i], 4);
+      for (size_t f = 0; f < nf; ++f) {
+        if (axis[f] >= 0) {
+          const double d = world_at(f, i);
+          std::memcpy(out, &d, 8);
+          out += 8;
+        } else {
+          std::memcpy(out, &cloud.columns[f][i], 4);
+          out += 4;
+        }
+      }
   } else {
     // Fields one after another (column-major): that is exactly our SoA layout.
-    std::vector<uint8_t> raw(n * nf * 4);
-    for (size_t f = 0; f < nf; ++f)
-      if (n) std::memcpy(raw.data() + f * n * 4, cloud.columns[f].data(), n * 4);
+    std::vector<uint8_t> raw(n * point_bytes);
+    uint8_t* out = raw.data();
+    for (size_t f = 0; f < nf; ++f) {
+      if (axis[f] >= 0) {
+        for (size_t i = 0; i < n; ++i, out += 8) {
+          const double d = world_at(f, i);
+          std::memcpy(out, &d, 8);
+        }
+      } else {
+        if (n) std::memcpy(out, cloud.columns[f].data(), n * 4);
+        out += n * 4;
+      }
+    }
     if (raw.size() > std::numeric_limits<uint32_t>::max())
       fail(path, "cloud too large for binary_compressed (more than 4 GiB)");
     std::vector<uint8_t> comp = lzf_compress(raw.data(), raw.size());
@@ -794,10 +926,11 @@ CloudFormat pcd_format() {
   f.name = "pcd";
   f.extension = ".pcd";
   f.doc = "PCL's PCD v0.5/v0.7: ascii, binary, binary_compressed; fields x y z intensity";
-  f.decode = [](const std::string& path, bool drop_nan, int64_t* dropped) {
+  f.decode = [](const std::string& path, const DecodeOptions& d, DecodeInfo* info) {
     PcdReadOptions opt;
-    opt.drop_nan = drop_nan;
-    return read_pcd(path, opt, dropped);
+    opt.drop_nan = d.drop_nan;
+    opt.origin = d.origin;
+    return read_pcd(path, opt, nullptr, info);
   };
   f.count = [](const std::string& path) {
     MappedFile m(path);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "graph/message.h"
+#include "stages/io/origin.h"
 
 namespace sl {
 
@@ -44,6 +45,11 @@ struct PcdReadOptions {
   // organized clouds). The check uses the file's x/y/z even when they are not requested.
   bool drop_nan = true;
   int64_t max_points = int64_t(1) << 31;  // POINTS above this is an error
+  // The origin subtracted from output columns 0, 1, 2 -- the coordinates (stages/io/origin.h):
+  // the stored values by default; the reader stages pass theirs (auto unless set). Coordinates
+  // stored wider than float32 (F 8, 32/64-bit integers) are moved in double before they become
+  // float32; the auto origin of such a file takes a first pass over its stored x, y, z.
+  OriginPolicy origin = OriginPolicy::stored();
 };
 
 class MappedFile;
@@ -51,16 +57,19 @@ class MappedFile;
 // Decodes a whole PCD file held in memory. `path` is only used in error messages. When the
 // bytes are a MappedFile's, passing it lets the decoder release the pages it has read as it
 // goes (a large binary tile is never in memory twice).
+// *info: the points dropped and, for coordinates stored as float32, their extent (coarse()).
 PointCloud parse_pcd(const char* data, size_t size, const std::string& path, const PcdReadOptions& opt,
-                     int64_t* dropped_nan = nullptr, const MappedFile* mapped = nullptr);
+                     int64_t* dropped_nan = nullptr, const MappedFile* mapped = nullptr, DecodeInfo* info = nullptr);
 // Memory-maps `path` and decodes it.
-PointCloud read_pcd(const std::string& path, const PcdReadOptions& opt, int64_t* dropped_nan = nullptr);
+PointCloud read_pcd(const std::string& path, const PcdReadOptions& opt, int64_t* dropped_nan = nullptr,
+                    DecodeInfo* info = nullptr);
 
 enum class PcdDataMode { Ascii, Binary, BinaryCompressed };
 const char* pcd_data_mode_name(PcdDataMode m);  // "ascii", "binary", "binary_compressed"
 
 // Writes every column as an F 4 field, VERSION 0.7, WIDTH = points, HEIGHT = 1, atomically
-// (sl::write_file_atomic). Ascii values use the shortest text that reads back to the same float.
+// (sl::write_file_atomic) -- except the coordinates of a cloud with an origin: x, y, z are then
+// written as F 8 world coordinates, double(column) + origin. Ascii values use the shortest text that reads back to the same float.
 // Throws sl::Error when columns and fields disagree in number or length, or a field name is
 // empty or contains whitespace.
 void write_pcd(const std::string& path, const PointCloud& cloud, PcdDataMode mode);

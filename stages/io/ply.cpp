@@ -190,19 +190,23 @@ float to_float(double v) {
   return float(v);
 }
 
-float load(const char* p, Type t) {
+// One stored value, exactly (every PLY type fits a double).
+double load(const char* p, Type t) {
   switch (t) {
-    case Type::I8: { int8_t v; std::memcpy(&v, p, 1); return float(v); }
-    case Type::U8: { uint8_t v; std::memcpy(&v, p, 1); return float(v); }
-    case Type::I16: { int16_t v; std::memcpy(&v, p, 2); return float(v); }
-    case Type::U16: { uint16_t v; std::memcpy(&v, p, 2); return float(v); }
-    case Type::I32: { int32_t v; std::memcpy(&v, p, 4); return float(v); }
-    case Type::U32: { uint32_t v; std::memcpy(&v, p, 4); return float(v); }
+    case Type::I8: { int8_t v; std::memcpy(&v, p, 1); return v; }
+    case Type::U8: { uint8_t v; std::memcpy(&v, p, 1); return v; }
+    case Type::I16: { int16_t v; std::memcpy(&v, p, 2); return v; }
+    case Type::U16: { uint16_t v; std::memcpy(&v, p, 2); return v; }
+    case Type::I32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case Type::U32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
     case Type::F32: { float v; std::memcpy(&v, p, 4); return v; }
-    case Type::F64: { double v; std::memcpy(&v, p, 8); return to_float(v); }
+    case Type::F64: { double v; std::memcpy(&v, p, 8); return v; }
   }
   return 0;
 }
+
+// Types float32 cannot hold exactly: coordinates stored in them are moved to the origin in double.
+bool wider_than_float(Type t) { return t == Type::F64 || t == Type::I32 || t == Type::U32; }
 
 uint64_t load_count(const char* p, Type t) {
   switch (t) {
@@ -268,6 +272,14 @@ PlyInfo parse_ply_header(const char* data, size_t size, const std::string& name)
 }
 
 PointCloud parse_ply(const char* d, size_t n, const std::string& name, bool drop_nan, int64_t* dropped) {
+  DecodeInfo info;
+  PointCloud c = parse_ply(d, n, name, DecodeOptions{drop_nan, OriginPolicy::stored()}, &info);
+  if (dropped) *dropped = info.dropped;
+  return c;
+}
+
+PointCloud parse_ply(const char* d, size_t n, const std::string& name, const DecodeOptions& opt, DecodeInfo* info) {
+  const bool drop_nan = opt.drop_nan;
   const Header h = read_header(d, n, name);
   const Element& v = h.elements[h.vertex];
   const VertexLayout l = vertex_layout(v, name);
@@ -302,7 +314,13 @@ PointCloud parse_ply(const char* d, size_t n, const std::string& name, bool drop
   cloud.columns.assign(4, std::vector<float>(count));
   float* col[4] = {cloud.columns[0].data(), cloud.columns[1].data(), cloud.columns[2].data(), cloud.columns[3].data()};
   const int src[4] = {l.x, l.y, l.z, l.intensity};
-  std::vector<float> rec(nprops);
+  // Coordinates stored wider than float32 stay doubles until the origin is known.
+  const bool wide = wider_than_float(v.props[size_t(l.x)].type.type) || wider_than_float(v.props[size_t(l.y)].type.type) ||
+                    wider_than_float(v.props[size_t(l.z)].type.type);
+  std::vector<double> xyz_d[3];
+  if (wide)
+    for (auto& c : xyz_d) c.resize(count);
+  std::vector<double> rec(nprops);
   size_t w = 0;
   for (size_t i = 0; i < count; ++i) {
     if (h.binary) {
@@ -328,27 +346,57 @@ PointCloud parse_ply(const char* d, size_t n, const std::string& name, bool drop
                            "' is not a number");
         if (ec == std::errc::result_out_of_range)  // too large (+-inf) or too small (0) for a double
           x = std::strtod(std::string(d + p, q - p).c_str(), nullptr);
-        rec[k++] = to_float(x);
+        // A property declared float holds a float32: the text's value as one, as a binary file would.
+        rec[k] = v.props[k].type.type == Type::F32 ? double(to_float(x)) : x;
+        ++k;
         p = q;
       }
       if (k != nprops)
         bad(name, line_at, "vertex " + std::to_string(i) + " has " + std::to_string(k) + " values, its element declares " +
                                std::to_string(nprops));
     }
-    if (drop_nan && !(std::isfinite(rec[size_t(l.x)]) && std::isfinite(rec[size_t(l.y)]) && std::isfinite(rec[size_t(l.z)])))
+    for (int c = 0; c < 4; ++c) col[c][w] = src[c] >= 0 ? to_float(rec[size_t(src[c])]) : 0.f;
+    // Wide coordinates are checked once they are local (below): their float32 values are not yet.
+    if (!wide && drop_nan && !(std::isfinite(col[0][w]) && std::isfinite(col[1][w]) && std::isfinite(col[2][w])))
       continue;
-    for (int c = 0; c < 4; ++c) col[c][w] = src[c] >= 0 ? rec[size_t(src[c])] : 0.f;
+    if (wide)
+      for (int c = 0; c < 3; ++c) xyz_d[c][w] = rec[size_t(src[c])];
     ++w;
   }
+  if (wide) {
+    Bounds b;
+    for (size_t i = 0; i < w; ++i)
+      if (!drop_nan || (std::isfinite(xyz_d[0][i]) && std::isfinite(xyz_d[1][i]) && std::isfinite(xyz_d[2][i])))
+        b.add(xyz_d[0][i], xyz_d[1][i], xyz_d[2][i]);
+    cloud.origin = resolve_origin(opt.origin, b);
+    size_t kept = 0;
+    for (size_t i = 0; i < w; ++i) {
+      float p[3];
+      for (size_t c = 0; c < 3; ++c) p[c] = to_float(xyz_d[c][i] - cloud.origin[c]);
+      if (drop_nan && !(std::isfinite(p[0]) && std::isfinite(p[1]) && std::isfinite(p[2]))) continue;
+      for (size_t c = 0; c < 3; ++c) col[c][kept] = p[c];
+      col[3][kept++] = col[3][i];
+    }
+    w = kept;
+    if (info) info->float32_extent = 0;
+  }
   for (auto& c : cloud.columns) c.resize(w);
-  if (dropped) *dropped = int64_t(count - w);
+  const int64_t moved_out = wide ? 0 : localize_float32(cloud, opt.origin, info, drop_nan);
+  if (info) info->dropped = int64_t(count - w) + moved_out;
   return cloud;
 }
 
-PointCloud read_ply(const std::string& path, bool drop_nan, int64_t* dropped) {
+PointCloud read_ply(const std::string& path, const DecodeOptions& opt, DecodeInfo* info) {
   MappedFile f(path);
   if (f.size() == 0) fail(path, "empty file, expected a PLY header");
-  return parse_ply(f.data(), f.size(), path, drop_nan, dropped);
+  return parse_ply(f.data(), f.size(), path, opt, info);
+}
+
+PointCloud read_ply(const std::string& path, bool drop_nan, int64_t* dropped) {
+  DecodeInfo info;
+  PointCloud c = read_ply(path, DecodeOptions{drop_nan, OriginPolicy::stored()}, &info);
+  if (dropped) *dropped = info.dropped;
+  return c;
 }
 
 void write_ply(const std::string& path, const PointCloud& cloud, bool binary) {
@@ -360,14 +408,28 @@ void write_ply(const std::string& path, const PointCloud& cloud, bool binary) {
   for (int c = 0; c < 3; ++c)
     if (!col[c]) fail(path, std::string("cannot write a PLY file: the cloud has no field '") + names[c] + "'");
   const size_t n = col[0]->size();
+  // A cloud with an origin is written in world coordinates: x, y, z as doubles, column + origin.
+  const bool world = cloud.origin != std::array<double, 3>{0, 0, 0};
+  const char* coord_type = world ? "double" : "float";
   std::string out = std::string("ply\nformat ") + (binary ? "binary_little_endian" : "ascii") +
-                    " 1.0\ncomment written by streamline\nelement vertex " + std::to_string(n) +
-                    "\nproperty float x\nproperty float y\nproperty float z\nproperty float intensity\nend_header\n";
+                    " 1.0\ncomment written by streamline\nelement vertex " + std::to_string(n) + "\nproperty " +
+                    coord_type + " x\nproperty " + coord_type + " y\nproperty " + coord_type +
+                    " z\nproperty float intensity\nend_header\n";
   char buf[128];
   for (size_t i = 0; i < n; ++i) {
     const float p[4] = {(*col[0])[i], (*col[1])[i], (*col[2])[i], col[3] ? (*col[3])[i] : 0.f};
-    if (binary) {
+    if (binary && world) {
+      for (int a = 0; a < 3; ++a) {
+        const double v = to_world(p[a], cloud.origin[size_t(a)]);
+        out.append(reinterpret_cast<const char*>(&v), sizeof v);
+      }
+      out.append(reinterpret_cast<const char*>(&p[3]), sizeof(float));
+    } else if (binary) {
       out.append(reinterpret_cast<const char*>(p), sizeof p);
+    } else if (world) {
+      for (int a = 0; a < 3; ++a) out += exact_number(to_world(p[a], cloud.origin[size_t(a)])) + ' ';
+      const int k = std::snprintf(buf, sizeof buf, "%.9g\n", p[3]);
+      out.append(buf, size_t(k));
     } else {
       const int k = std::snprintf(buf, sizeof buf, "%.9g %.9g %.9g %.9g\n", p[0], p[1], p[2], p[3]);
       out.append(buf, size_t(k));
@@ -383,7 +445,7 @@ CloudFormat ply_format() {
   f.name = "ply";
   f.extension = ".ply";
   f.doc = "PLY ascii or binary_little_endian: vertex x y z and intensity (or scalar_intensity, scalar)";
-  f.decode = read_ply;
+  f.decode = [](const std::string& p, const DecodeOptions& o, DecodeInfo* i) { return read_ply(p, o, i); };
   f.count = [](const std::string& path) {
     MappedFile m(path);
     return parse_ply_header(m.data(), m.size(), path).vertices;

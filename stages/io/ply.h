@@ -10,6 +10,7 @@
 #include <string>
 
 #include "graph/message.h"
+#include "stages/io/origin.h"
 
 namespace sl {
 
@@ -28,12 +29,19 @@ PlyInfo parse_ply_header(const char* data, size_t size, const std::string& name)
 // magic, an unknown format or type, no vertex element or no x/y/z, a list property inside the
 // vertex element, a vertex count the file cannot hold (refused before allocating), a truncated
 // body, a malformed or missing number in an ascii line.
+// x, y, z are moved to the origin opt.origin gives (stages/io/origin.h): coordinates stored as
+// double or 32-bit integers in double, before they become float32.
+PointCloud parse_ply(const char* data, size_t size, const std::string& name, const DecodeOptions& opt,
+                     DecodeInfo* info);
+PointCloud read_ply(const std::string& path, const DecodeOptions& opt, DecodeInfo* info);
+// The stored values (origin {0, 0, 0}).
 PointCloud parse_ply(const char* data, size_t size, const std::string& name, bool drop_nan = true,
                      int64_t* dropped = nullptr);
 PointCloud read_ply(const std::string& path, bool drop_nan = true, int64_t* dropped = nullptr);
 
 // Writes x, y, z, intensity (0 without an intensity field) as float properties, ascii or binary
-// little-endian, atomically. Throws sl::Error when x, y or z is missing.
+// little-endian, atomically -- x, y, z of a cloud with an origin as double world coordinates,
+// column + origin. Throws sl::Error when x, y or z is missing.
 void write_ply(const std::string& path, const PointCloud& cloud, bool binary);
 
 }  // namespace sl

@@ -15,8 +15,8 @@ class ReadCloud : public CloudReader {
   }
 
  protected:
-  PointCloud decode(const std::string& path, int64_t* dropped) override {
-    return format_ ? format_->decode(path, true, dropped) : read_cloud_file(path, true, dropped);
+  PointCloud decode(const std::string& path, const DecodeOptions& opt, DecodeInfo* info) override {
+    return format_ ? format_->decode(path, opt, info) : read_cloud_file(path, opt, info);
   }
 
  private:

@@ -1,5 +1,7 @@
 // read_lines_json: adds the scene's annotated polylines from <stem>.json (Scene -> Scene; the
-// format is in stages/io/lines_json.h and the README), keeping the categories asked for.
+// format is in stages/io/lines_json.h and the README), keeping the categories asked for. The
+// file holds world coordinates: they are shifted by the scene cloud's origin in double
+// (stages/io/origin.h), so the lines and the points share one local frame.
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
@@ -14,7 +16,8 @@ class ReadLinesJson : public Stage {
   void process(Item in, const Position&, Emitter& out, RunContext&) override {
     const auto& in_scene = std::get<std::shared_ptr<const Scene>>(in);
     if (in_scene->ref.lines_path.empty()) throw Error(in_scene->ref.cloud_path + ": no lines file paired with this cloud");
-    LinesFile lf = read_lines_json(in_scene->ref.lines_path, categories_, max_points_);
+    const std::array<double, 3> origin = in_scene->cloud ? in_scene->cloud->origin : std::array<double, 3>{0, 0, 0};
+    LinesFile lf = read_lines_json(in_scene->ref.lines_path, categories_, max_points_, origin);
     auto scene = std::make_shared<Scene>(*in_scene);  // shares the cloud
     scene->lines = std::move(lf.lines);
     out.emit(std::shared_ptr<const Scene>(std::move(scene)));

@@ -15,7 +15,12 @@ class ReadPcd : public CloudReader {
   }
 
  protected:
-  PointCloud decode(const std::string& path, int64_t* dropped) override { return read_pcd(path, opt_, dropped); }
+  PointCloud decode(const std::string& path, const DecodeOptions& d, DecodeInfo* info) override {
+    PcdReadOptions opt = opt_;
+    opt.drop_nan = d.drop_nan;
+    opt.origin = d.origin;
+    return read_pcd(path, opt, nullptr, info);
+  }
 
  private:
   PcdReadOptions opt_;

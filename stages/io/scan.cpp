@@ -4,6 +4,7 @@
 // shuffle of (run seed, epoch) -- the same on every machine and at every thread count.
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <numeric>
 
 #include "graph/error.h"
@@ -22,6 +23,7 @@ class ScanDataset : public SourceStage {
  public:
   explicit ScanDataset(const Params& p)
       : root_(p.get_string("root")), format_(&cloud_format(p.get_string("format"), p.where("format"))),
+        format_where_(p.where("format")),
         shuffle_(p.get_bool("shuffle")),
         limit_(p.get_int("limit")), where_(p.where("root")), order_(shuffle_, 0x5ca4ULL) {}
 
@@ -35,6 +37,7 @@ class ScanDataset : public SourceStage {
                                                      ? " (create it with: streamline gen-data data/sample)"
                                                      : ""));
     if (!fs::is_directory(root_, ec)) fail(where_, "'" + root_ + "' is not a folder");
+    if (format_->refused) fail(format_where_, format_->refused);
     for (const auto& e : fs::directory_iterator(root_, ec)) {
       // The longest extension decides: a nuScenes "x.pcd.bin" is not a KITTI ".bin".
       if (format_of_path(e.path().string()) != format_) continue;
@@ -48,7 +51,17 @@ class ScanDataset : public SourceStage {
     std::sort(refs_.begin(), refs_.end(), [](auto& a, auto& b) { return a.cloud_path < b.cloud_path; });
     if (limit_ > 0 && (int64_t)refs_.size() > limit_) refs_.resize((size_t)limit_);
     for (size_t i = 0; i < refs_.size(); ++i) refs_[i].scene_index = (int64_t)i;
-    if (refs_.empty()) fail(where_, "no " + format_->extension + " files in '" + root_ + "'");
+    if (refs_.empty()) {
+      // Clouds of another format there: say which, so a LAS or LAZ folder scanned as PCD is obvious.
+      std::map<std::string, int> other;
+      for (const auto& e : fs::directory_iterator(root_, ec))
+        if (const CloudFormat* f = format_of_path(e.path().string())) ++other[f->name];
+      std::string hint;
+      for (const auto& [name, n] : other)
+        hint += (hint.empty() ? " (it has " : ", ") + std::to_string(n) + " " + cloud_format(name, where_).extension +
+                " file(s): scan.format " + name;
+      fail(where_, "no " + format_->extension + " files in '" + root_ + "'" + (hint.empty() ? "" : hint + ")"));
+    }
     uint64_t h = fnv1a(format_->name);
     for (const auto& r : refs_) h = fnv1a(r.name + '\n', h);
     check_same_items_on_every_rank(ctx, (int64_t)refs_.size(), h, where_);
@@ -68,6 +81,7 @@ class ScanDataset : public SourceStage {
  private:
   std::string root_;
   const CloudFormat* format_;
+  std::string format_where_;
   bool shuffle_;
   int64_t limit_;
   std::string where_;
@@ -87,7 +101,7 @@ void register_scan_stage(StageRegistry& r) {
   s.output = Kind::SceneRef;
   s.params = {
       p_required_string("root", "dataset folder"),
-      p_string("format", "pcd", "cloud format (stages/io/formats.h: pcd, bin = KITTI, nuscenes = .pcd.bin, ply)",
+      p_string("format", "pcd", "cloud format (stages/io/formats.h: pcd, bin = KITTI, nuscenes = .pcd.bin, ply, las; laz is refused)",
                cloud_format_names()),
       p_bool("shuffle", true, "shuffle the scene order each epoch (seeded by run seed and epoch)"),
       p_int("limit", 0, "use at most this many scenes (0: all)", 0),

@@ -34,6 +34,12 @@ std::string latest_checkpoint(const std::string& dir) {
   return files.empty() ? "" : files.back();
 }
 
+std::string resume_hint(const std::string& dir) {
+  const std::string last = latest_checkpoint(dir);
+  if (last.empty()) return "; no checkpoint was written yet";
+  return "; the last checkpoint, " + last + ", is intact: resume from it with --set train.resume=auto";
+}
+
 void prune_checkpoints(const std::string& dir, int64_t keep) {
   if (keep <= 0) return;
   const auto files = list_checkpoints(dir);

@@ -19,6 +19,9 @@ std::string checkpoint_name(int64_t step);
 std::vector<std::string> list_checkpoints(const std::string& dir);
 // The newest one ("" when none).
 std::string latest_checkpoint(const std::string& dir);
+// Said after an error that ends a training run: "; the last checkpoint, <path>, is intact:
+// resume from it with --set train.resume=auto", or "; no checkpoint was written yet".
+std::string resume_hint(const std::string& dir);
 // Removes all but the newest `keep` (keep <= 0: removes none).
 void prune_checkpoints(const std::string& dir, int64_t keep);
 

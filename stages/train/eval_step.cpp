@@ -1,5 +1,6 @@
 #include "stages/train/eval_step.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -12,9 +13,11 @@
 
 #include "graph/engine.h"
 #include "graph/error.h"
+#include "graph/json_depth.h"
 #include "graph/spec.h"
 #include "kernels/checkpoint.h"
 #include "stages/batching/batch.h"
+#include "stages/geometry/center.h"
 #include "stages/train/checkpoints.h"
 
 namespace sl {
@@ -34,6 +37,21 @@ const LineRefiner* live_model(const std::string& key) {
   std::lock_guard<std::mutex> lock(g_live_mu);
   auto it = g_live.find(key);
   return it == g_live.end() ? nullptr : it->second;
+}
+
+// The example's lines in world coordinates: out of the line frame (center's "frame": origin
+// xyz, cos, sin -- local to the scene), then the scene's origin added in double.
+void add_world(report::EvalExample& e, const float* frame, const std::array<double, 3>& scene_origin) {
+  Frame f;
+  f.origin[0] = frame[0], f.origin[1] = frame[1], f.origin[2] = frame[2], f.cos_yaw = frame[3], f.sin_yaw = frame[4];
+  for (auto [from, to] : {std::pair<const std::vector<float>*, std::vector<double>*>{&e.noisy, &e.noisy_world},
+                          {&e.refined, &e.refined_world}, {&e.truth, &e.truth_world}}) {
+    to->resize(from->size());
+    for (size_t j = 0; j + 2 < from->size(); j += 3) {
+      const auto q = f.to_world({(*from)[j], (*from)[j + 1], (*from)[j + 2]});
+      for (size_t k = 0; k < 3; ++k) (*to)[j + k] = static_cast<double>(q[k]) + scene_origin[k];
+    }
+  }
 }
 
 class EvalStep : public Stage {
@@ -60,9 +78,16 @@ class EvalStep : public Stage {
     if (!ctx.quiet) std::fprintf(stderr, "eval_step: %s\n", path.c_str());
     model_ = owned_.get();
   }
-  void process(Item in, const Position&, Emitter&, RunContext&) override {
+  void process(Item in, const Position&, Emitter&, RunContext& ctx) override {
     const auto& b = std::get<std::shared_ptr<Batch>>(in);
     if (!b->slot) throw Error("eval_step reads batches on the host; run its pipeline with \"device\": \"cpu\"");
+    // After Ctrl-C the batches still in flight are not scored: the numbers of an interrupted
+    // evaluation are not the split's (a training run drops them), and scoring up to in_flight
+    // scenes' worth of samples held the stop for seconds.
+    if (ctx.cancelled() || (ctx.interrupt && ctx.interrupt->load())) {
+      interrupted_ = true;
+      return;
+    }
     const auto& ctxt = b->tensor("context");
     const int B = (int)b->size, P = (int)ctxt.shape[1], C = (int)ctxt.shape[2];
     const int L = (int)b->tensor("noisy_line").shape[1];
@@ -75,11 +100,15 @@ class EvalStep : public Stage {
     pred_.resize((size_t)B * L * 3);
     m.forward(context, noisy, B, P, L, pred_.data());
     auto& ex = out_.examples;
+    const bool has_frame = std::any_of(b->tensors.begin(), b->tensors.end(), [](const BatchTensor& t) { return t.name == "frame"; });
     for (int i = 0; i < B && ex.lines.size() < report::kReportExamples; ++i)
-      if (report::is_new_line(ex, b->scene_index[i], b->line_index[i]))
+      if (report::is_new_line(ex, b->scene_index[i], b->line_index[i])) {
         ex.lines.push_back(report::make_eval_example(context + (size_t)i * P * C, P, C, noisy + (size_t)i * L * 3,
                                                      pred_.data() + (size_t)i * L * 3, truth + (size_t)i * L * 3, L,
                                                      b->scene_index[i], b->line_index[i]));
+        if (has_frame && (size_t)i < b->scene_origin.size())
+          add_world(ex.lines.back(), b->host("frame") + (size_t)i * 5, b->scene_origin[(size_t)i]);
+      }
     for (int i = 0; i < B; ++i) {
       const size_t o = (size_t)i * L * 3;
       out_.stats.add(noisy + o, pred_.data() + o, target + o, truth + o, L);
@@ -89,9 +118,10 @@ class EvalStep : public Stage {
     const RefineStats& s = out_.stats;
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "eval: %lld lines, mse %.5f, mean point error %.3f m -> %.3f m (%.0f%% of the noisy input), %.0f%% "
+                  "eval%s: %lld lines, mse %.5f, mean point error %.3f m -> %.3f m (%.0f%% of the noisy input), %.0f%% "
                   "of lines improved",
-                  (long long)s.lines, s.mse(), s.mean_before(), s.mean_after(),
+                  interrupted_ ? " (interrupted: the lines scored before the stop)" : "", (long long)s.lines, s.mse(),
+                  s.mean_before(), s.mean_after(),
                   s.mean_before() > 0 ? 100 * s.mean_after() / s.mean_before() : 0.0, 100 * s.improved_share());
     ctx.add_summary(buf);
     if (!is_live_key(model_key_)) return;  // a checkpoint's evaluation is its summary line
@@ -105,6 +135,7 @@ class EvalStep : public Stage {
   std::unique_ptr<LineRefiner> owned_;
   std::vector<float> pred_;
   EvalOutcome out_;
+  bool interrupted_ = false;
 };
 
 }  // namespace
@@ -125,6 +156,7 @@ void retract_live_model(const std::string& key) {
 
 std::string make_eval_pipeline(const std::string& pipeline_json, const std::string& root, const std::string& sink_id,
                                const std::string& live_key) {
+  check_json_depth(pipeline_json, "eval: the run's pipeline");
   rapidjson::Document d;
   d.Parse(pipeline_json.c_str());
   if (d.HasParseError() || !d.IsObject()) throw Error("eval: the run's pipeline JSON does not parse");
@@ -164,6 +196,12 @@ std::string make_eval_pipeline(const std::string& pipeline_json, const std::stri
     else if (s["inputs"].IsArray())
       for (auto& in : s["inputs"].GetArray()) in.SetString(resolve(in.GetString()).c_str(), a);
   }
+  bool produces_frame = false;
+  for (auto& s : d["stages"].GetArray()) {
+    const StageSchema* schema = StageRegistry::instance().find(s["type"].GetString());
+    if (schema && std::find(schema->produces_keys.begin(), schema->produces_keys.end(), "frame") != schema->produces_keys.end())
+      produces_frame = true;
+  }
   for (auto& s : d["stages"].GetArray()) {
     std::string type = s["type"].GetString();
     auto& p = s["params"];
@@ -173,9 +211,14 @@ std::string make_eval_pipeline(const std::string& pipeline_json, const std::stri
       p["limit"].SetInt(0);
     } else if (type == "batch") {
       p["drop_last"].SetBool(false);
-      bool has_truth = false;
-      for (auto& k : p["keys"].GetArray()) has_truth |= std::string(k.GetString()) == "true_line";
+      bool has_truth = false, has_frame = false;
+      for (auto& k : p["keys"].GetArray()) {
+        has_truth |= std::string(k.GetString()) == "true_line";
+        has_frame |= std::string(k.GetString()) == "frame";
+      }
       if (!has_truth) p["keys"].PushBack(rapidjson::Value("true_line", a), a);
+      // The line frames, when a stage makes them: the examples are also written in world coordinates.
+      if (!has_frame && produces_frame) p["keys"].PushBack(rapidjson::Value("frame", a), a);
     } else if (s["id"].GetString() == sink_id) {
       s["type"].SetString("eval_step", a);
       rapidjson::Value np(rapidjson::kObjectType);

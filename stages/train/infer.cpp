@@ -12,6 +12,7 @@
 #include "stages/geometry/center.h"
 #include "graph/stage.h"
 #include "stages/geometry/perturb.h"
+#include "stages/io/origin.h"
 #include "stages/train/checkpoints.h"
 
 namespace sl {
@@ -80,6 +81,12 @@ LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, c
   LineRefiner model(replay.model, 0);
   load_checkpoint(checkpoint, model, nullptr, nullptr);
   if (cloud.size() == 0) throw Error("the scene has no points");
+  // One local frame for the points and the lines (stages/io/origin.h): the refined lines are
+  // written back as world = local + this origin.
+  if (lines.origin != cloud.origin)
+    throw Error("the lines are in the frame of origin " + OriginPolicy::at(lines.origin).describe() +
+                " but the cloud in that of " + OriginPolicy::at(cloud.origin).describe() +
+                " (read the lines with the cloud's origin)");
 
   // The scene as the readers would have made it: the given cloud and the given lines.
   auto scene = std::make_shared<Scene>();
@@ -182,6 +189,7 @@ LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, c
   // Pieces of one line share their end points: the refined line averages the two estimates.
   LinesFile out;
   out.frame = lines.frame;
+  out.origin = cloud.origin;
   for (size_t l = 0; l < lines.lines.size(); ++l) {
     Polyline pl;
     pl.id = lines.lines[l].id;

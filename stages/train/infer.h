@@ -18,7 +18,9 @@ struct InferReport {
 };
 
 // `pipeline_json`: the pipeline whose preprocessing params apply ("" = the one recorded in the
-// checkpoint). Lines keep their id and category; each becomes L points per piece.
+// checkpoint). Lines keep their id and category; each becomes L points per piece. The lines must
+// be in the cloud's local frame (lines.origin == cloud.origin, else sl::Error); the result
+// carries that origin, so write_lines_json writes it in world coordinates.
 LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, const LinesFile& lines,
                        const std::string& pipeline_json, InferReport* report);
 

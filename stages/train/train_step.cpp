@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include <rapidjson/document.h>
@@ -18,6 +17,7 @@
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "graph/json_depth.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
 #include "graph/trace.h"
@@ -84,8 +84,10 @@ class TrainStep : public Stage {
     if (!live_key_.empty()) retract_live_model(live_key_);
   }
 
-  // In a data-parallel run an exception on one rank must not leave the others waiting in a
-  // collective this rank will never call: it ends the whole job at once, saying why.
+  // A file of the run that cannot be written (a full disk) ends the training: nothing more is
+  // trained or saved, and the error names the last checkpoint to resume from. In a data-parallel
+  // run an exception on one rank must not leave the others waiting in a collective this rank
+  // will never call: it ends the whole job at once, saying why.
   void start(RunContext& ctx) override {
     comm_ = ctx.comm ? ctx.comm : &solo_comm();
     one_voice(ctx, [&] { start_run(ctx); });
@@ -103,13 +105,20 @@ class TrainStep : public Stage {
  private:
   template <class F>
   void one_voice(RunContext& ctx, F&& f) {
-    if (ctx.world() <= 1) return f();
+    std::string what;
     try {
       f();
+      return;
+    } catch (const WriteError& e) {
+      stopped_ = failed_ = true;
+      what = e.what() + resume_hint(ckpt_dir_);
+      if (ctx.world() <= 1) throw WriteError(what);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "[rank %d] error: %s: %s\n", ctx.rank(), id.c_str(), e.what());
-      comm_->abort(1);
+      if (ctx.world() <= 1) throw;
+      what = e.what();
     }
+    std::fprintf(stderr, "[rank %d] error: %s: %s\n", ctx.rank(), id.c_str(), what.c_str());
+    comm_->abort(1);
   }
 
   void start_run(RunContext& ctx) {
@@ -174,8 +183,7 @@ class TrainStep : public Stage {
       fail(where_ + "/checkpoint/dir", "'" + ckpt_dir_ + "' is not writable");
     fs::path mp(metrics_path_);
     if (mp.has_parent_path()) fs::create_directories(mp.parent_path(), ec);
-    metrics_.open(metrics_path_, resume_.empty() ? std::ios::trunc : std::ios::app);
-    if (!metrics_) fail(where_ + "/log/metrics", "cannot open '" + metrics_path_ + "' for writing");
+    metrics_.open(metrics_path_, resume_.empty());
     tty_ = progress_ == "bar" || (progress_ == "auto" && ::isatty(2));
     t_start_ = now_ns();
     pipeline_for_meta_ = strip_run_specific(ctx.pipeline_json);
@@ -285,7 +293,7 @@ class TrainStep : public Stage {
     const bool reached_max = max_steps_ > 0 && step_ >= max_steps_;
     if (!eval_root_.empty() && !failed_ && (!ctx.cancelled() || reached_max)) run_eval(ctx, epoch_);
     if (step_ > 0) refresh_report(true);  // with the last evaluation (streamline run rewrites it with the stage table)
-    metrics_.flush();
+    metrics_.close();
     ctx.add_summary("metrics: " + metrics_path_);
   }
 
@@ -549,7 +557,7 @@ class TrainStep : public Stage {
     char line[512];
     std::snprintf(line, sizeof line, "{\"type\":\"train\",\"step\":%lld,\"epoch\":%lld,\"loss\":%.6g,\"loss_avg\":%.6g,\"samples\":%lld,\"samples_per_s\":%.1f,\"elapsed_s\":%.2f,\"lr\":%.6g}\n",
                   (long long)step, (long long)epoch_, loss, loss_avg, (long long)samples_, sps, el, (double)adam_cfg_.lr);
-    metrics_ << line;
+    metrics_.append(line);
     if (ctx_->quiet) return;
     std::string eta = "after a full epoch";
     if (steps_per_epoch_ > 0) {
@@ -595,8 +603,7 @@ class TrainStep : public Stage {
     }
     if (!err.empty()) {
       failed_ = stopped_ = true;
-      throw Error(err + " (checkpoint at step " + std::to_string(step_) + " not written; " +
-                  (last_saved_.empty() ? "no earlier checkpoint" : "the previous one, " + last_saved_ + ", is intact") + ")");
+      throw Error(err + " (checkpoint at step " + std::to_string(step_) + " not written" + resume_hint(ckpt_dir_) + ")");
     }
     if (!voice_) return;
     last_saved_ = path;
@@ -605,15 +612,19 @@ class TrainStep : public Stage {
   }
 
   // The run report (report/report.h) follows the checkpoints, so it can be reloaded while the
-  // run goes on; a report that cannot be written costs a warning, never the run. Between
+  // run goes on; a report that cannot be made costs a warning, one that cannot be written (a
+  // full disk) ends the run like a checkpoint would. The metrics so far reach the disk with each
+  // checkpoint. Between
   // checkpoints at least 20 times its drawing time passes (at most ~5% of a fast GPU run whose
   // metrics file has grown long).
   void refresh_report(bool force) {
-    metrics_.flush();
+    metrics_.sync();
     const int64_t t0 = now_ns();
     if (!force && t0 - report_done_ns_ < 20 * report_cost_ns_) return;
     try {
       report::write_report(ckpt_dir_);
+    } catch (const WriteError&) {
+      throw;
     } catch (const std::exception& e) {
       say(std::string("warning: run report not written: ") + e.what());
     }
@@ -624,6 +635,7 @@ class TrainStep : public Stage {
   void run_eval(RunContext& ctx, int64_t epoch) {
     TraceScope ts(ctx.trace, "train.eval", "eval");
     sync_host(epoch);
+    say("evaluating on " + eval_root_ + " after epoch " + std::to_string(epoch + 1) + " (step " + std::to_string(step_) + ")");
     EvalOutcome r = evaluate_live_model(ctx, eval_root_, id, live_key_);
     if (r.interrupted) {
       say("evaluation interrupted");
@@ -635,14 +647,15 @@ class TrainStep : public Stage {
     examples.epoch = epoch;
     try {
       write_file_atomic(ckpt_dir_ + "/eval_examples.json", report::to_json(examples));
+    } catch (const WriteError&) {
+      throw;
     } catch (const Error& e) {
       say(std::string("warning: ") + e.what() + " (the run report will lack before/after pictures)");
     }
     char line[512];
     std::snprintf(line, sizeof line, "{\"type\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"lines\":%lld,\"mse\":%.6g,\"err_before_m\":%.6g,\"err_after_m\":%.6g,\"improved\":%.4f}\n",
                   (long long)step_, (long long)epoch, (long long)s.lines, s.mse(), s.mean_before(), s.mean_after(), s.improved_share());
-    metrics_ << line;
-    metrics_.flush();
+    metrics_.append(line);
     char msg[256];
     std::snprintf(msg, sizeof msg, "eval after epoch %lld (step %lld): %lld val lines, mean point error %.3f m -> %.3f m (%.0f%%), %.0f%% improved",
                   (long long)epoch + 1, (long long)step_, (long long)s.lines, s.mean_before(), s.mean_after(),
@@ -657,6 +670,7 @@ class TrainStep : public Stage {
   // The pipeline recorded in checkpoints, without the knobs that differ between an
   // interrupted-and-resumed run and an uninterrupted one.
   std::string strip_run_specific(const std::string& json) {
+    check_json_depth(json, where_);  // the run's resolved pipeline: checked when it was read
     rapidjson::Document d;
     d.Parse(json.c_str());
     for (auto& s : d["stages"].GetArray()) {
@@ -686,7 +700,7 @@ class TrainStep : public Stage {
   int64_t requested_step_ = 0;
   std::string precision_;
   float last_loss_ = NAN;
-  std::ofstream metrics_;
+  AppendFile metrics_;
   bool tty_ = false, stopped_ = false, failed_ = false;
   int64_t step_ = 0, first_step_ = 0, samples_ = 0, epoch_ = 0, loss_n_ = 0, steps_per_epoch_ = 0, epoch_start_step_ = 0;
   bool epoch_from_start_ = true;

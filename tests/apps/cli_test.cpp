@@ -3,7 +3,9 @@
 #include <rapidjson/document.h>
 #include <sys/wait.h>
 
+#include <array>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -19,10 +21,12 @@
 #include "graph/atomic_file.h"
 #include "graph/spec.h"
 #include "kernels/safetensors.h"
+#include "report/eval_examples.h"
 #include "stages/train/checkpoints.h"
 #include "stages/io/kitti.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"
+#include "tests/apps/cli_util.h"
 #include "tests/io/io_test_util.h"
 
 namespace sl {
@@ -30,24 +34,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
-// Runs `streamline <args>` with stdout and stderr captured into files of `dir`.
-Ran run_cli(const test::TempDir& dir, const std::string& args) {
-  const std::string out = dir.path("stdout.txt"), err = dir.path("stderr.txt");
-  const std::string cmd = std::string("'") + SL_CLI_PATH + "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int st = std::system(cmd.c_str());
-  Ran r;
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.out = read_file(out);
-  r.err = read_file(err);
-  return r;
-}
-
-std::string q(const std::string& s) { return "'" + s + "'"; }
+using test::q;
+using test::run_cli;
 
 TEST(Cli, GenDataWritesTheScenesAndSaysWhatItWrote) {
   test::TempDir dir;
@@ -494,6 +482,132 @@ TEST(Cli, InferFromARunFolderRefinesEveryLineOfTheDefaultLinesFileAlsoFromAKitti
   EXPECT_EQ(e.code, 1);
   EXPECT_NE(e.err.find(empty + ": no step_*.safetensors checkpoint in this folder"), std::string::npos) << e.err;
   EXPECT_FALSE(fs::exists(dir.path("x.json")));
+}
+
+// World coordinates through infer: the same scenes generated near the origin and moved into UTM
+// (a float64 PCD, and LAS near and in UTM), refined with one checkpoint: the UTM output is the
+// near output plus the shift, to 1 mm, written in world coordinates (doubles) by every run.
+TEST(Cli, InferInUtmWritesWorldCoordinatesEqualToTheLocalRunPlusTheShift) {
+  test::TempDir dir;
+  const std::string runs = dir.path("run");
+  for (const auto& [name, extra] : std::vector<std::pair<std::string, std::string>>{
+           {"near", ""}, {"utm", " --offset 500000,5400000,0"}, {"near_las", " --format las"},
+           {"utm_las", " --format las --offset 500000,5400000,0"}}) {
+    auto g = run_cli(dir, "gen-data " + q(dir.path(name)) + " --seed 4 --train 2 --val 1" + extra);
+    ASSERT_EQ(g.code, 0) << g.err;
+  }
+  std::string args = "run " + q(kTrainPipeline);
+  for (const std::string& s : std::vector<std::string>{"scan.root=" + dir.path("near/train"), "train.eval.root=null",
+                                                       "train.checkpoint.dir=" + runs, "epochs=1", "train.model.encoder=[16,32]",
+                                                       "train.model.line_mlp=[16]", "train.model.regressor=[16]",
+                                                       "resample.points=128", "batch.size=8"})
+    args += " --set " + q(s);
+  auto t = run_cli(dir, args);
+  ASSERT_EQ(t.code, 0) << t.err;
+  auto refine = [&](const std::string& cloud, const std::string& out) {
+    auto r = run_cli(dir, "infer --checkpoint " + q(runs) + " --cloud " + q(cloud) + " --out " + q(out));
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.err;
+  };
+  const std::string err = refine(dir.path("utm/val/scene_0000.pcd"), dir.path("utm.json"));
+  EXPECT_NE(err.find("(local frame: origin [499900, 5399900, -100])"), std::string::npos) << err;
+  refine(dir.path("near/val/scene_0000.pcd"), dir.path("near.json"));
+  refine(dir.path("near_las/val/scene_0000.las"), dir.path("near_las.json"));
+  refine(dir.path("utm_las/val/scene_0000.las"), dir.path("utm_las.json"));
+  // Read as world coordinates (in double: a local frame at the shift keeps every digit).
+  const std::array<double, 3> shift{500000, 5400000, 0};
+  auto world = [](const std::string& path, const std::array<double, 3>& o) { return read_lines_json(path, {}, 100000, o); };
+  for (const auto& [a, b] : std::vector<std::pair<std::string, std::string>>{{"near.json", "utm.json"},
+                                                                             {"near_las.json", "utm_las.json"}}) {
+    const LinesFile n = world(dir.path(a), {0, 0, 0}), u = world(dir.path(b), shift);
+    ASSERT_EQ(n.lines.size(), u.lines.size()) << b;
+    ASSERT_GT(n.lines.size(), 2u);
+    float worst = 0;
+    for (size_t l = 0; l < n.lines.size(); ++l) {
+      ASSERT_EQ(n.lines[l].points.size(), u.lines[l].points.size()) << b;
+      EXPECT_EQ(n.lines[l].id, u.lines[l].id);
+      for (size_t i = 0; i < n.lines[l].points.size(); ++i)
+        for (int k = 0; k < 3; ++k) worst = std::max(worst, std::fabs(n.lines[l].points[i][k] - u.lines[l].points[i][k]));
+    }
+    EXPECT_LE(worst, 1e-3f) << a << " vs " << b;
+  }
+  // The UTM output is in UTM: its first x is an easting, written with every digit of a double.
+  const std::string text = read_file(dir.path("utm.json"));
+  EXPECT_NE(text.find("[[5000"), std::string::npos) << text.substr(0, 200);
+  EXPECT_NE(text.find(", 54000"), std::string::npos) << text.substr(0, 200);
+}
+
+// README "Your own data": its commands as written there (gen-data in UTM as LAS, inspect the
+// cloud and the lines, train, infer), training cut to one epoch of a small model for time.
+TEST(Cli, ReadmeYourOwnDataCommandsRun) {
+  test::TempDir dir;
+  const std::string utm = dir.path("utm"), runs = dir.path("runs_utm"), refined = dir.path("refined.json");
+  auto g = run_cli(dir, "gen-data " + q(utm) + " --format las --offset 500000,5400000,0 --train 8 --val 2");
+  ASSERT_EQ(g.code, 0) << g.err;
+  EXPECT_NE(g.out.find("train: 8 scenes"), std::string::npos) << g.out;
+  auto i = run_cli(dir, "inspect " + q(utm + "/train/scene_0000.las"));
+  ASSERT_EQ(i.code, 0) << i.err;
+  EXPECT_NE(i.out.find("version: 1.4"), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("origin: [499900, 5399900, -100] (x, y, z below: world coordinates)"), std::string::npos) << i.out;
+  // The first statistic of each coordinate row: its minimum, in UTM.
+  auto min_of = [](const std::string& out, const std::string& axis) {
+    const size_t at = out.find("\n  " + axis + " ");
+    return at == std::string::npos ? 0.0 : std::stod(out.substr(at + 4 + axis.size()));
+  };
+  EXPECT_NEAR(min_of(i.out, "x"), 500000, 100) << i.out;
+  EXPECT_NEAR(min_of(i.out, "y"), 5400000, 100) << i.out;
+  auto j = run_cli(dir, "inspect " + q(utm + "/train/scene_0000.json"));
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_NE(j.out.find("lane_marking: "), std::string::npos) << j.out;
+  EXPECT_NEAR(min_of(j.out, "y"), 5400000, 100) << j.out;
+  auto t = run_cli(dir, "run " + q(kTrainPipeline) + " --set scan.root=" + q(utm + "/train") + " --set scan.format=las" +
+                            " --set train.eval.root=" + q(utm + "/val") + " --set train.checkpoint.dir=" + q(runs) +
+                            " --set epochs=1 --set train.eval.every_epochs=1 --set train.model.encoder=[16,32]" +
+                            " --set train.model.line_mlp=[16] --set train.model.regressor=[16] --set resample.points=128");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("eval after epoch 1"), std::string::npos) << t.out;
+  // The run's evaluation examples carry their lines in world coordinates too.
+  const std::string ex = read_file(runs + "/eval_examples.json");
+  const size_t w = ex.find("\"world\":{\"noisy\":[");
+  ASSERT_NE(w, std::string::npos) << ex.substr(0, 300);
+  const double easting = std::stod(ex.substr(w + 18, 24));
+  EXPECT_GT(easting, 499800);
+  EXPECT_LT(easting, 500200);
+  // Each example's true line, in world coordinates, lies on the annotated line of its scene (the
+  // validation scenes are read in file order; the line index is the line's place in its file).
+  const report::EvalExamples examples = report::parse_eval_examples(ex, "eval_examples.json");
+  ASSERT_FALSE(examples.lines.empty());
+  for (const auto& e : examples.lines) {
+    char name[32];
+    std::snprintf(name, sizeof name, "/val/scene_%04d.json", e.scene);
+    const LinesFile world_lines = read_lines_json(utm + name, {}, 100000, {500000, 5400000, 0});
+    ASSERT_LT(size_t(e.line), world_lines.lines.size());
+    const auto& poly = world_lines.lines[size_t(e.line)].points;
+    ASSERT_EQ(e.truth_world.size(), e.truth.size());
+    for (size_t k = 0; k + 2 < e.truth_world.size(); k += 3) {
+      const double p[3] = {e.truth_world[k] - 500000, e.truth_world[k + 1] - 5400000, e.truth_world[k + 2]};
+      double best = 1e9;
+      for (size_t v = 0; v + 1 < poly.size(); ++v) {  // distance to each segment
+        double d[3], q[3], t = 0, dd = 0;
+        for (int c = 0; c < 3; ++c) d[c] = double(poly[v + 1][c]) - poly[v][c], dd += d[c] * d[c];
+        for (int c = 0; c < 3; ++c) t += (p[c] - poly[v][c]) * d[c];
+        t = dd > 0 ? std::clamp(t / dd, 0.0, 1.0) : 0.0;
+        double dist = 0;
+        for (int c = 0; c < 3; ++c) q[c] = poly[v][c] + t * d[c], dist += (p[c] - q[c]) * (p[c] - q[c]);
+        best = std::min(best, std::sqrt(dist));
+      }
+      EXPECT_LT(best, 0.01) << "example of scene " << e.scene << " line " << e.line << " point " << k / 3;
+    }
+  }
+  auto r = run_cli(dir, "infer --checkpoint " + q(runs) + " --cloud " + q(utm + "/val/scene_0000.las") + " --out " + q(refined));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const LinesFile lf = read_lines_json(refined, {}, 100000, {500000, 5400000, 0});
+  ASSERT_GT(lf.lines.size(), 2u);
+  for (const auto& l : lf.lines)
+    for (const auto& p : l.points) {
+      EXPECT_LT(std::fabs(p[0]), 200.f);  // within the scene around (500000, 5400000)
+      EXPECT_LT(std::fabs(p[1]), 200.f);
+    }
 }
 
 // --threads caps every stage's threads (the table shows what each could use) and --trace writes

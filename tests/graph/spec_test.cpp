@@ -49,6 +49,32 @@ TEST(Spec, MalformedJsonGivesFileLineAndColumn) {
   EXPECT_HAS(e, "p.json:3:14: JSON syntax error");
 }
 
+// 10^5 and 10^6 levels of brackets (200 KB / 2 MB) overflowed the stack of the recursive parser
+// (SIGSEGV); now the file, its line and column and the depth are named before anything parses.
+TEST(Spec, PipelineNestedTenToTheFiveAndSixLevelsIsAnErrorWithLineAndColumn) {
+  for (int levels : {100000, 1000000}) {
+    for (char open : {'[', '{'}) {
+      std::string nest;
+      for (int i = 0; i < levels; ++i) nest += open == '[' ? "[" : "{\"a\":";
+      const std::string text = "{\"name\": \"deep\",\n \"stages\": " + nest + "}";
+      EXPECT_EQ(error_of(text), "p.json:2:" + std::to_string(12 + (open == '[' ? 255 : 5 * 255)) +
+                                    ": JSON nested deeper than 256 levels (byte " +
+                                    std::to_string(28 + (open == '[' ? 255 : 5 * 255)) + ")")
+          << levels << open;
+    }
+  }
+}
+
+// A --set value that is JSON nested deeper than any param could be is refused (copying it into the
+// pipeline recursed once per level); text that is not JSON stays a string however deep it looks.
+TEST(Spec, SetValueNestedTooDeepIsRefusedAndUnbalancedBracketsStayAString) {
+  for (int levels : {100000, 1000000})
+    EXPECT_HAS(error_of(kGood, {"src.n=" + std::string(levels, '[') + std::string(levels, ']')}),
+               "p.json: --set src.n=...: the value is JSON nested deeper than 256 levels");
+  EXPECT_HAS(error_of(kGood, {"src.n=" + std::string(100000, '[')}),
+             "/stages/0/params/n: expected an integer, got string \"[[[");
+}
+
 TEST(Spec, MissingFileIsNamed) {
   try {
     load_pipeline("/nonexistent/pipe.json");

@@ -36,6 +36,12 @@ class TempDir {
   std::filesystem::path dir_;
 };
 
+// `{"lines": [[[...]]]}` nested `levels` deep: what overflowed the stack of RapidJSON's recursive
+// parser at 10^5 levels (200 KB) on a worker thread.
+inline std::string deep_json(int levels) {
+  return "{\"lines\": " + std::string((size_t)levels, '[') + std::string((size_t)levels, ']') + "}";
+}
+
 // n points with fields, values in [-100, 100) and never exactly zero.
 inline PointCloud random_cloud(size_t n, std::vector<std::string> fields, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -509,6 +509,25 @@ TEST(PcdBad, HeaderWithoutDataLine) {
   expect_error(tmp.write("t.pcd", h.substr(0, h.find("DATA"))), "no DATA line");
 }
 
+// A 20 MB FIELDS line was split into ten million names (900 MB) before the mismatch with SIZE was
+// found; a header over 1 MiB is refused first, in every form: one long line, many short ones.
+TEST(PcdBad, HeaderLongerThanOneMebibyteIsRefusedBeforeItsLinesAreSplit) {
+  TempDir d;
+  std::string wide = "VERSION 0.7\nFIELDS";
+  for (int i = 0; i < 600000; ++i) wide += " x";
+  wide += "\nSIZE 4\nTYPE F\nWIDTH 1\nPOINTS 1\nDATA ascii\n1\n";
+  expect_error(d.write("wide.pcd", wide), "the header is longer than 1 MiB without a DATA line");
+  std::string comments = "VERSION 0.7\n";
+  while (comments.size() <= (1u << 20)) comments += "# a comment line\n";
+  comments += "FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 1\nPOINTS 1\nDATA ascii\n1 2 3\n";
+  expect_error(d.write("comments.pcd", comments), "the header is longer than 1 MiB without a DATA line");
+  // Just under the limit, a header reads.
+  std::string ok = "VERSION 0.7\n";
+  while (ok.size() < (1u << 20) - 200) ok += "# a comment line\n";
+  ok += "FIELDS x y z\nSIZE 4 4 4\nTYPE F F F\nWIDTH 1\nPOINTS 1\nDATA ascii\n1 2 3\n";
+  EXPECT_EQ(sl::read_pcd(d.write("ok.pcd", ok), xyz()).size(), 1u);
+}
+
 TEST(PcdBad, TruncatedBinaryDataGivesOffsetAndSizes) {
   TempDir tmp;
   std::string h = header("x y z", "4 4 4", "F F F", "", 10, 1, "binary");

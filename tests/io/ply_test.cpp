@@ -194,20 +194,21 @@ TEST(CloudFormats, TheLongestExtensionDecidesAndEveryRowRoundTripsThroughItsWrit
   EXPECT_EQ(format_of_path("a/scene.json"), nullptr);
   EXPECT_EQ(cloud_stem("a/scene_0001.pcd.bin", cloud_format("nuscenes", "t")), "scene_0001");
   try {
-    cloud_format("las", "here");
+    cloud_format("e57", "here");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("here: unknown cloud format 'las' (known: bin, nuscenes, pcd, ply)"),
+    EXPECT_NE(std::string(e.what()).find("here: unknown cloud format 'e57' (known: bin, las, laz, nuscenes, pcd, ply)"),
               std::string::npos)
         << e.what();
   }
   TempDir tmp;
   const PointCloud cloud = test::random_cloud(300, {"x", "y", "z", "intensity"}, 9);
   for (const CloudFormat* f : cloud_formats()) {
+    if (!f->write || f->name == "las") continue;  // LAS: quantised; its round trip is tests/io/las_test.cpp
     const std::string path = tmp.path("c" + f->extension);
     f->write(path, cloud);
     EXPECT_EQ(f->count(path), 300) << f->name;
-    EXPECT_EQ(read_cloud_file(path).columns, cloud.columns) << f->name;
+    EXPECT_EQ(read_cloud_file(path, DecodeOptions{true, OriginPolicy::stored()}).columns, cloud.columns) << f->name;
   }
   // A new row: a name or an extension already taken is refused.
   CloudFormat again = *format_of_path("x.ply");

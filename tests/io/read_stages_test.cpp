@@ -17,15 +17,35 @@
 
 namespace fs = std::filesystem;
 
-TEST(ReadStages, TruncatedPcdAndNanLinesFileAreSkippedCountedAndNamedTheRestRuns) {
-  sl::test::TempDir tmp;
+namespace {
+
+// `train_scenes` small generated scenes (16 rings, a ray per degree) under root/train.
+void small_dataset(const std::string& root, int train_scenes) {
   sl::GenConfig cfg;
-  cfg.train_scenes = 4;
+  cfg.train_scenes = train_scenes;
   cfg.val_scenes = 1;
   cfg.rings = 16;
   cfg.azimuth_step_deg = 1.0f;
-  const std::string root = tmp.path("ds");
   sl::generate_dataset(root, cfg);
+}
+
+// The shipped data path (preprocess_bench.json, a null sink) over root/train: one sample a line.
+sl::RunResult preprocess(const std::string& root) {
+  const std::string path = std::string(SL_SOURCE_DIR) + "/pipelines/preprocess_bench.json";
+  sl::PipelineSpec spec = sl::load_pipeline(
+      path, {"scan.root=" + root + "/train", "split.max_length=0", "resample.points=64", "batch.size=1"});
+  sl::RunOptions opt;
+  opt.threads = 2;
+  opt.quiet = true;
+  return sl::run_pipeline(spec, opt);
+}
+
+}  // namespace
+
+TEST(ReadStages, TruncatedPcdAndNanLinesFileAreSkippedCountedAndNamedTheRestRuns) {
+  sl::test::TempDir tmp;
+  const std::string root = tmp.path("ds");
+  small_dataset(root, 4);
   const std::string pcd = root + "/train/scene_0001.pcd", json = root + "/train/scene_0002.json";
   ASSERT_TRUE(fs::exists(pcd) && fs::exists(json));
   fs::resize_file(pcd, fs::file_size(pcd) / 2);
@@ -40,13 +60,7 @@ TEST(ReadStages, TruncatedPcdAndNanLinesFileAreSkippedCountedAndNamedTheRestRuns
     for (const auto& l : sl::read_lines_json(root + "/train/" + s + ".json").lines)
       good_lines += l.category == "lane_marking" || l.category == "curb";
 
-  const std::string path = std::string(SL_SOURCE_DIR) + "/pipelines/preprocess_bench.json";
-  sl::PipelineSpec spec = sl::load_pipeline(
-      path, {"scan.root=" + root + "/train", "split.max_length=0", "resample.points=64", "batch.size=1"});
-  sl::RunOptions opt;
-  opt.threads = 2;
-  opt.quiet = true;
-  const sl::RunResult r = sl::run_pipeline(spec, opt);
+  const sl::RunResult r = preprocess(root);
   ASSERT_TRUE(r.ok) << r.error;
   ASSERT_EQ(r.skips.size(), 2u);
   std::map<std::string, sl::SkipRecord> by_stage;
@@ -66,6 +80,37 @@ TEST(ReadStages, TruncatedPcdAndNanLinesFileAreSkippedCountedAndNamedTheRestRuns
   EXPECT_EQ(r.stages[2].skipped, 1);
   EXPECT_EQ(r.stages[3].items_out, (int64_t)good_lines);
   EXPECT_GT(good_lines, 4u);
+}
+
+// Lines files nested 10^5 and 10^6 levels deep (200 KB, 2 MB) ended the whole run with SIGSEGV
+// on the reader's worker thread; now each is one skipped scene that names its file and the depth.
+TEST(ReadStages, LinesFilesNestedTenToTheFiveAndSixLevelsAreSkippedAndNamed) {
+  sl::test::TempDir tmp;
+  const std::string root = tmp.path("ds");
+  small_dataset(root, 3);
+  const std::string deep5 = root + "/train/scene_0000.json", deep6 = root + "/train/scene_0002.json";
+  sl::write_file_atomic(deep5, sl::test::deep_json(100000));
+  sl::write_file_atomic(deep6, sl::test::deep_json(1000000));
+  size_t good_lines = 0;
+  for (const auto& l : sl::read_lines_json(root + "/train/scene_0001.json").lines)
+    good_lines += l.category == "lane_marking" || l.category == "curb";
+
+  const sl::RunResult r = preprocess(root);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_EQ(r.skips.size(), 2u);
+  std::map<std::string, std::string> reason;
+  for (const auto& s : r.skips) {
+    EXPECT_EQ(s.stage, "lines");
+    reason[s.item] = s.reason;
+  }
+  ASSERT_EQ(reason.size(), 2u);
+  std::string all;
+  for (const auto& [item, why] : reason) all += why + "\n";
+  EXPECT_NE(all.find(deep5 + ": JSON nested deeper than 256 levels (byte 265)"), std::string::npos) << all;
+  EXPECT_NE(all.find(deep6 + ": JSON nested deeper than 256 levels (byte 265)"), std::string::npos) << all;
+  EXPECT_EQ(r.stages[2].items_out, 1);
+  EXPECT_EQ(r.stages[3].items_out, (int64_t)good_lines);
+  EXPECT_GT(good_lines, 1u);
 }
 
 // The scene cache inside read_pcd: over two epochs of 3 scenes (one in flight, so no read of an

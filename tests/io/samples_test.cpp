@@ -410,6 +410,27 @@ TEST(SampleCache, BadCacheFilesAreErrorsNamingTheFile) {
   }
 }
 
+// A cache whose JSON header nests 10^5 / 10^6 levels (the parser recursed once per level: SIGSEGV)
+// fails the read_samples run with the file, the depth and the byte.
+TEST(SampleCache, CacheWhoseHeaderNestsTenToTheFiveAndSixLevelsFailsTheRunNamingIt) {
+  test::TempDir dir;
+  for (int levels : {100000, 1000000}) {
+    const std::string header = "{\"context\": " + std::string((size_t)levels, '[') + std::string((size_t)levels, ']') + "}";
+    std::string bytes(8, '\0');
+    const uint64_t n = header.size();
+    std::memcpy(bytes.data(), &n, 8);
+    const std::string cache = dir.write("deep.safetensors", bytes + header);
+    try {
+      run_text(read_back(cache, false, 1, 1));
+      ADD_FAILURE() << levels << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(cache + ": JSON header nested deeper than 256 levels (byte 275)"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(SampleCache, WriterRejectsAMissingKeyNamingTheSample) {
   SampleCacheWriter w({"context", "noisy_line"});
   Sample s;

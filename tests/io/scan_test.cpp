@@ -98,6 +98,16 @@ TEST(Scan, MissingOrEmptyFolderIsAnErrorNamingIt) {
   };
   EXPECT_EQ(error_of(tmp.path("nope")), "scan/root: dataset folder '" + tmp.path("nope") + "' does not exist");
   tmp.write("a.bin", "");
-  EXPECT_EQ(error_of(tmp.path("")), "scan/root: no .pcd files in '" + tmp.path("") + "'");
+  // Clouds of other formats in the folder are named, with the scan.format that reads them.
+  EXPECT_EQ(error_of(tmp.path("")),
+            "scan/root: no .pcd files in '" + tmp.path("") + "' (it has 1 .bin file(s): scan.format bin)");
   EXPECT_EQ(error_of(tmp.path("a.bin")), "scan/root: '" + tmp.path("a.bin") + "' is not a folder");
+  tmp.write("b.laz", "");
+  tmp.write("c.laz", "");
+  EXPECT_EQ(error_of(tmp.path("")), "scan/root: no .pcd files in '" + tmp.path("") +
+                                        "' (it has 1 .bin file(s): scan.format bin, 2 .laz file(s): scan.format laz)");
+  // A LAZ dataset is refused before the run, with how to decompress it.
+  const std::string laz = error_of(tmp.path(""), "laz");
+  EXPECT_EQ(laz.rfind("scan/format: LAZ files are LASzip-compressed", 0), 0u) << laz;
+  EXPECT_NE(laz.find("laszip -i in.laz -o out.las, or pdal translate in.laz out.las"), std::string::npos) << laz;
 }

@@ -127,6 +127,17 @@ TEST(Safetensors, RejectsEachCorruptionWithPathAndReason) {
   expect_error(tmp_path("does_not_exist.safetensors"), "does_not_exist");
 }
 
+// 10^5 / 10^6 levels in the header overflowed the stack of the recursive parser; the byte named
+// is the file's (8 + the offset in the header).
+TEST(Safetensors, HeaderNestedTenToTheFiveAndSixLevelsIsAnErrorNamingTheByte) {
+  for (int levels : {100000, 1000000}) {
+    std::string nest;
+    for (int i = 0; i < levels; ++i) nest += "{\"a\":";
+    expect_error(raw_file("deep.safetensors", nest + "1" + std::string((size_t)levels, '}'), ""),
+                 "JSON header nested deeper than 256 levels (byte " + std::to_string(8 + 5 * 256) + ")");
+  }
+}
+
 TEST(Safetensors, WriterRejectsSizeShapeMismatchAndUnknownDtype) {
   const float v[3] = {1, 2, 3};
   StFile s;

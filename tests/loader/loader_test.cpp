@@ -214,6 +214,10 @@ TEST_F(LoaderTest, PipelinesThatDoNotEndInBatchesAreRefusedWithTheReason) {
   refuse(tmp.string(), "emits Scene items; a loader takes batches");
   std::ofstream(tmp, std::ios::trunc) << "{\"stages\": [ {\"type\": \"scan_dataset\" ";
   refuse(tmp.string(), tmp.string() + ":1:");  // a syntax error keeps its line:column
+  for (size_t levels : {100000, 1000000}) {  // the recursive parser overflowed the stack (SIGSEGV)
+    std::ofstream(tmp, std::ios::trunc) << "{\"stages\": " << std::string(levels, '[') << std::string(levels, ']') << "}";
+    refuse(tmp.string(), tmp.string() + ":1:267: JSON nested deeper than 256 levels (byte 266)");
+  }
   refuse(dir + "nope.json", "nope.json");
   LoaderOptions o = options({"batch.sise=3"});
   try {

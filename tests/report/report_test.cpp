@@ -19,6 +19,7 @@
 #include "graph/error.h"
 #include "report/charts.h"
 #include "report/report.h"
+#include "tests/apps/cli_util.h"
 #include "tests/io/io_test_util.h"
 
 namespace sl::report {
@@ -465,20 +466,7 @@ TEST(ReportBrowser, ChromiumRendersTheLongRunPageToANonTrivialPngAndParsesEveryC
 
 // ---- from a real training run ----------------------------------------------------------------
 
-namespace cli {
-
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-Ran run_cli(const test::TempDir& dir, const std::string& args) {
-  const std::string out = dir.path("stdout.txt"), err = dir.path("stderr.txt");
-  const int st = std::system((std::string("'") + SL_CLI_PATH + "' " + args + " >'" + out + "' 2>'" + err + "'").c_str());
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, read_file(out), read_file(err)};
-}
-std::string q(const std::string& s) { return "'" + s + "'"; }
-
-}  // namespace cli
+namespace cli = test;  // run_cli, q: tests/apps/cli_util.h
 
 // A tiny model on a tiny dataset (a few seconds): the run leaves run.json, eval_examples.json and
 // a report whose numbers are the run's; `streamline report` redoes it after the metrics file is

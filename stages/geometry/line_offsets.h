@@ -1,0 +1,41 @@
+// Writing a refinement back onto a map line: the model refines a line PIECE (split_polyline) as L
+// points at known arc lengths along it; the map keeps its own vertices, each moved by the
+// refinement's offset interpolated at that vertex's arc length (the model's resampled points are
+// not the map's vertices, and a map maker's vertex count and spacing must survive).
+#pragma once
+#include <array>
+#include <vector>
+
+namespace sl {
+
+using Vec3d = std::array<double, 3>;
+
+// A piece's refinement: offsets (metres, world axes) at arc-length positions s (metres from the
+// line's first vertex, along the line's 3D polyline, non-decreasing, at least 2).
+struct PieceOffsets {
+  std::vector<double> s;
+  std::vector<Vec3d> offset;
+};
+
+// Cumulative 3D arc length at each vertex (0 at the first).
+std::vector<double> arc_lengths(const std::vector<Vec3d>& vertices);
+
+// The [s0, s1] of each piece split_polyline cuts a line of `length` metres into:
+// ceil(length / max_length) equal pieces; one piece [0, length] when max_length <= 0 or the line is
+// not longer than it.
+std::vector<std::array<double, 2>> piece_ranges(double length, double max_length);
+
+// A piece whose L offsets are at L positions equally spaced from s0 to s1 (resample_polyline's
+// spacing: the first and last at the piece's ends). Throws sl::Error when L < 2 or s1 < s0.
+PieceOffsets uniform_piece(double s0, double s1, std::vector<Vec3d> offsets);
+
+// The displacement of each vertex. A piece covers the vertices whose arc length lies in
+// [s.front(), s.back()] (1 micrometre of slack either side, for ends computed in float elsewhere);
+// there the offset is interpolated linearly between the two positions around it. A vertex covered
+// by several pieces (a cut that falls on a vertex, overlapping pieces) moves by the mean of their
+// offsets; a vertex covered by none does not move. covered (optional): pieces per vertex.
+// Throws sl::Error for a piece whose s and offset differ in size, has < 2 positions, or decreases.
+std::vector<Vec3d> vertex_displacements(const std::vector<Vec3d>& vertices, const std::vector<PieceOffsets>& pieces,
+                                        std::vector<int>* covered = nullptr);
+
+}  // namespace sl

@@ -1,0 +1,80 @@
+// The world frame of a vector map: geographic lat/lon <-> metric x (east) / y (north), with PROJ.
+//
+// Kinds (ProjectionSpec::kind), and what "world" is for each:
+//   utm                  UTM easting/northing in metres (EPSG:326zz north, 327zz south; WGS84), the
+//                        frame LAS tiles of mapping cars are nearly always in. Zone: `utm_zone`, else
+//                        the standard zone (Norway/Svalbard exceptions included, as Lanelet2's
+//                        UtmProjector via GeographicLib) of the origin, else of the map's centre.
+//                        Lanelet2's UtmProjector(origin, useOffset=false) gives these coordinates; with
+//                        its default useOffset=true it subtracts the origin's UTM position (a translation).
+//   mgrs                 Autoware's MGRS projector: UTM minus the south-west corner of the 100 km MGRS
+//                        square the origin (else the map's centre) lies in, i.e. x = E mod 1e5,
+//                        y = N mod 1e5 inside that square; Autoware maps' `local_x`/`local_y` tags are in
+//                        this frame. Outside that square the coordinates continue (Autoware's projector
+//                        would wrap; it warns that it does not support maps over two squares).
+//   transverse_mercator  Autoware's TransverseMercatorProjector: transverse Mercator on WGS84 with the
+//                        central meridian through the origin, scale `scale_factor` (Autoware's default
+//                        0.9996), x = 0 on that meridian and y = 0 at the origin's latitude. Needs the origin.
+//   crs                  any projected CRS PROJ knows, in metres (`crs`: "EPSG:25832", a WKT or PROJ string).
+//   local                no projection: the file's own metric coordinates (Lanelet2: `local_x`/`local_y`
+//                        tags on every node; GeoJSON: coordinates taken as they are).
+//   auto                 per format (lanelet2.h, geojson.h): the file's local coordinates when it has
+//                        them, else utm.
+// Heights pass through unchanged (`ele` / the third GeoJSON coordinate): no vertical datum change.
+#pragma once
+#include <array>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace sl {
+
+struct ProjectionSpec {
+  std::string kind = "auto";  // auto | utm | mgrs | transverse_mercator | crs | local
+  int utm_zone = 0;           // utm/mgrs: 1..60; 0 = from the origin, else from the map's centre
+  std::string hemisphere;     // utm/mgrs: "north" | "south"; "" = from the same latitude
+  double origin_lat = std::numeric_limits<double>::quiet_NaN();  // degrees; NaN = not given
+  double origin_lon = std::numeric_limits<double>::quiet_NaN();
+  double scale_factor = 0.9996;  // transverse_mercator
+  std::string crs;               // kind crs
+  bool has_origin() const { return std::isfinite(origin_lat) && std::isfinite(origin_lon); }
+};
+
+// Throws sl::Error "<where>: ..." for an unknown kind or a spec that cannot work (transverse_mercator
+// without an origin, crs without a CRS, a zone outside 1..60, an origin off the globe).
+void check_projection_spec(const ProjectionSpec& spec, const std::string& where);
+
+// The standard UTM zone of a position (1..60), with the Norway (32V) and Svalbard (31X..37X)
+// exceptions. Throws sl::Error outside -80..84 degrees of latitude (UPS, not supported).
+int utm_zone_of(double lat, double lon);
+
+// A geographic <-> metric map projection. Copies share one PROJ object; calls are serialized
+// (PROJ objects are not thread-safe), so one Projection may be used from several threads.
+class Projection {
+ public:
+  Projection() = default;  // none: forward/inverse throw
+
+  // utm, mgrs, transverse_mercator or crs (not auto or local). `reference` (lat, lon) stands in
+  // for the origin where the spec gives none (the centre of the map's lat/lon box).
+  static Projection make(const ProjectionSpec& spec, std::optional<std::array<double, 2>> reference,
+                         const std::string& where);
+  // A CRS's own coordinates (a GeoJSON file's "crs" member): forward gives them from lat/lon.
+  // Throws sl::Error when PROJ does not know it or it is not a projected CRS in metres.
+  static Projection of_crs(const std::string& crs, const std::string& where);
+
+  bool valid() const { return impl_ != nullptr; }
+  std::array<double, 2> forward(double lat, double lon) const;  // -> {x east, y north}, metres
+  std::array<double, 2> inverse(double x, double y) const;      // -> {lat, lon}, degrees
+  // "UTM zone 32N (EPSG:32632)", "MGRS square 54SUE (UTM zone 54N minus E 300000 N 3900000)", ...
+  const std::string& describe() const;
+
+  struct Impl;  // the PROJ objects (projection.cpp)
+
+ private:
+  static Projection of_crs_uncached(const std::string& crs);
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace sl
