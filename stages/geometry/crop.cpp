@@ -14,6 +14,7 @@
 
 #include "graph/error.h"
 #include "graph/memory.h"
+#include "graph/parallel.h"
 #include "stages/geometry/crop_kernel.h"
 
 namespace sl {
@@ -185,11 +186,6 @@ static void finite_bbox(const float* x, const float* y, const float* z, size_t n
   *xmin = lo_x, *xmax = hi_x, *ymin = lo_y, *ymax = hi_y;
 }
 
-// Points per block of the parallel index build (and bounding box): big enough that a block's
-// bucket histogram and scheduling cost nothing beside its points, small enough that a 20 M-point
-// tile has a block for every core.
-static constexpr size_t kBuildBlock = size_t(1) << 20;
-
 // floor + clamp to [0, n-1] without std::floor (a library call without SSE4.1): below 0 (or
 // NaN) is cell 0, and for f >= 0 truncation is floor.
 static inline int clamp_cell(float f, int n) {
@@ -226,11 +222,10 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
   float xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
   {
     // Per block, then combined: min and max are exact, so any split gives the same box.
-    const size_t nb = std::max<size_t>(1, (n + kBuildBlock - 1) / kBuildBlock);
-    std::vector<std::array<float, 4>> box(nb);
-    tbb::parallel_for(size_t(0), nb, [&](size_t k) {
-      const size_t a = k * kBuildBlock, len = std::min(n, a + kBuildBlock) - a;
-      finite_bbox(c.x + a, c.y + a, c.z + a, len, &box[k][0], &box[k][1], &box[k][2], &box[k][3]);
+    std::vector<std::array<float, 4>> box(part_count(n));
+    parallel_parts(n, [&](size_t a, size_t b) {
+      auto& k = box[a / kPartSize];
+      finite_bbox(c.x + a, c.y + a, c.z + a, b - a, &k[0], &k[1], &k[2], &k[3]);
     });
     for (const auto& b : box)
       xmin = std::min(xmin, b[0]), xmax = std::max(xmax, b[1]), ymin = std::min(ymin, b[2]), ymax = std::max(ymax, b[3]);
@@ -321,21 +316,18 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
   // one bucket, so that a counter is not incremented through memory once per point (each
   // increment of the same counter waits for the previous store: ~20% of the build in `perf`).
   //
-  // A large cloud is cut into blocks of consecutive points that count and scatter in parallel
-  // (oneTBB): block k writes bucket b's points after those of blocks 0..k-1, so ids stay
-  // ascending within a bucket and the index is the same whatever the thread count. Blocks are
-  // a fixed size, not a function of the threads, and a small cloud is one block.
-  const size_t n_blocks = std::max<size_t>(1, (n + kBuildBlock - 1) / kBuildBlock);
-  // counts[k * (n_tiles + 1) + b]: block k's points in bucket b; then, after the prefix pass,
-  // where block k writes its first point of bucket b.
+  // A large cloud is cut into parts of consecutive points (graph/parallel.h) that count and
+  // scatter in parallel: part k writes bucket b's points after those of parts 0..k-1, so ids stay
+  // ascending within a bucket and the index is the same whatever the thread count; a small
+  // cloud is one part.
+  const size_t n_blocks = part_count(n);
+  // counts[k * (n_tiles + 1) + b]: part k's points in bucket b; then, after the prefix pass,
+  // where part k writes its first point of bucket b.
   const size_t row = n_tiles + 1;
   std::vector<uint32_t> counts(n_blocks * row, 0);
-  auto block_range = [&](size_t k, size_t* a, size_t* b) { *a = k * kBuildBlock, *b = std::min(n, *a + kBuildBlock); };
-  tbb::parallel_for(size_t(0), n_blocks, [&](size_t k) {
+  parallel_parts(n, [&](size_t lo, size_t hi) {
     uint32_t bucket[kChunk];
-    uint32_t* const cnt_of = counts.data() + k * row;
-    size_t lo, hi;
-    block_range(k, &lo, &hi);
+    uint32_t* const cnt_of = counts.data() + lo / kPartSize * row;
     uint32_t prev = kSkip, run = 0;
     for (size_t i0 = lo; i0 < hi; i0 += kChunk) {
       const size_t cnt = std::min(kChunk, hi - i0);
@@ -369,11 +361,9 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
   g->ids_.allocate(m + kPad);
   uint32_t* const ids = g->ids_.data();
   std::fill(ids + m, ids + m + kPad, 0u);
-  tbb::parallel_for(size_t(0), n_blocks, [&](size_t k) {
+  parallel_parts(n, [&](size_t lo, size_t hi) {
     uint32_t bucket[kChunk];
-    uint32_t* const cur = counts.data() + k * row;
-    size_t lo, hi;
-    block_range(k, &lo, &hi);
+    uint32_t* const cur = counts.data() + lo / kPartSize * row;
     uint32_t prev = kSkip, at = 0;  // the current run's bucket and its write position
     for (size_t i0 = lo; i0 < hi; i0 += kChunk) {
       const size_t cnt = std::min(kChunk, hi - i0);
