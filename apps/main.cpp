@@ -23,6 +23,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/commands.h"
+#include "apps/doctor.h"
 #include "apps/run_report.h"
 #include "graph/atomic_file.h"
 #include "graph/engine.h"

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "apps/doctor.h"
 #include "graph/atomic_file.h"
 #include "graph/error.h"
 #include "stages/batching/batch.h"

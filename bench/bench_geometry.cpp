@@ -14,6 +14,7 @@
 #include "stages/geometry/center.h"
 #include "stages/geometry/crop.h"
 #include "stages/geometry/perturb.h"
+#include "stages/geometry/polyline.h"
 #include "stages/geometry/resample.h"
 
 namespace {

@@ -48,7 +48,7 @@
 #include "graph/memory.h"
 #include "graph/spec.h"
 #include "stages/geometry/crop.h"
-#include "stages/geometry/perturb.h"
+#include "stages/geometry/polyline.h"
 #include "stages/geometry/rng.h"
 #include "stages/io/formats.h"
 #include "stages/io/lines_json.h"

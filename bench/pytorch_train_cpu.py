@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The LineRefiner in PyTorch (same state_dict names), trained on the CPU: prints samples/s.
+"""The LineRefiner in PyTorch (line_refiner.py), trained on the CPU: prints samples/s.
 Usage: /usr/bin/python3 bench/pytorch_train_cpu.py [steps=10] [threads=2]"""
 import statistics
 import sys
@@ -8,21 +8,7 @@ import time
 import torch
 import torch.nn as nn
 
-
-class LineRefiner(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.encoder = nn.Sequential(nn.Conv1d(4, 64, 1), nn.ReLU(), nn.Conv1d(64, 128, 1), nn.ReLU(),
-                                     nn.Conv1d(128, 512, 1), nn.ReLU())
-        self.line_mlp = nn.Sequential(nn.Conv1d(3, 64, 1), nn.ReLU(), nn.Conv1d(64, 128, 1), nn.ReLU())
-        self.regressor = nn.Sequential(nn.Conv1d(640, 256, 1), nn.ReLU(), nn.Conv1d(256, 128, 1), nn.ReLU(),
-                                       nn.Conv1d(128, 3, 1))
-
-    def forward(self, context, noisy_line):  # [B,P,4], [B,L,3] -> [B,L,3]
-        g = self.encoder(context.transpose(1, 2)).max(dim=2)[0]  # [B,512]
-        f = self.line_mlp(noisy_line.transpose(1, 2))  # [B,128,L]
-        x = torch.cat([g.unsqueeze(2).expand(-1, -1, f.shape[2]), f], dim=1)
-        return self.regressor(x).transpose(1, 2)
+from line_refiner import LineRefiner
 
 
 def main():

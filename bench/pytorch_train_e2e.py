@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""End-to-end PyTorch baseline for streamline's line-refinement training (DESIGN.md "Performance").
+"""End-to-end PyTorch baseline for streamline's line-refinement training (README "Benchmarks").
 
-The same LineRefiner and the same data, written the way PyTorch tutorials write it:
+The same LineRefiner (line_refiner.py) and the same data, written the way PyTorch tutorials write it:
 a Dataset that reads a scene's PCD (binary, fields x y z intensity) and lines JSON with NumPy,
 crops the points within `radius` (horizontal) of one polyline, resamples them to P points,
 centres everything on the line's arc-length centroid, resamples the true line to L points and
@@ -23,6 +23,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, Dataset
+
+from line_refiner import LineRefiner
 
 # ---- data --------------------------------------------------------------------------------------
 _PCD_TYPES = {("F", 4): "<f4", ("F", 8): "<f8", ("U", 1): "u1", ("U", 2): "<u2", ("U", 4): "<u4",
@@ -156,23 +158,6 @@ class LineDataset(Dataset):
         true = resample_line(line, self.L) - origin
         noisy, target = perturb(true, rng)
         return torch.from_numpy(ctx), torch.from_numpy(noisy), torch.from_numpy(target)
-
-
-# ---- model (state_dict names as DESIGN.md) --------------------------------------------------------
-class LineRefiner(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.encoder = nn.Sequential(nn.Conv1d(4, 64, 1), nn.ReLU(), nn.Conv1d(64, 128, 1), nn.ReLU(),
-                                     nn.Conv1d(128, 512, 1), nn.ReLU())
-        self.line_mlp = nn.Sequential(nn.Conv1d(3, 64, 1), nn.ReLU(), nn.Conv1d(64, 128, 1), nn.ReLU())
-        self.regressor = nn.Sequential(nn.Conv1d(640, 256, 1), nn.ReLU(), nn.Conv1d(256, 128, 1),
-                                       nn.ReLU(), nn.Conv1d(128, 3, 1))
-
-    def forward(self, context, noisy_line):  # [B,P,4], [B,L,3] -> [B,L,3]
-        g = self.encoder(context.transpose(1, 2)).max(dim=2).values  # [B,512]
-        f = self.line_mlp(noisy_line.transpose(1, 2))                  # [B,128,L]
-        x = torch.cat([g.unsqueeze(2).expand(-1, -1, f.shape[2]), f], dim=1)
-        return self.regressor(x).transpose(1, 2)
 
 
 def main():

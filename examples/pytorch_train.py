@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Train LineRefiner (PointNet line refinement) in PyTorch, fed by streamline.Loader.
 
-The model is the PyTorch LineRefiner of bench/pytorch_train_cpu.py (the one whose outputs and
-gradients match the C++ trainer's, bench/check_pytorch_parity.py); the data is
+The model is the PyTorch LineRefiner of bench/line_refiner.py (the one whose outputs and
+gradients match the C++ trainer's: the test PyTorchParity.*); the data is
 pipelines/line_refine_data.json -- the data path of the C++ trainer's line_refine_train.json --
 run by streamline's engine in its own threads. The optimizer and schedule are the C++ run's:
 Adam, lr 0.003, batches of 64, 30 epochs, evaluated on the held-out split every 10 epochs with
@@ -29,7 +29,7 @@ import torch.nn as nn
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "bench"))
-from pytorch_train_cpu import LineRefiner  # noqa: E402
+from line_refiner import LineRefiner  # noqa: E402
 
 import streamline  # noqa: E402
 

@@ -14,6 +14,7 @@
 #include "tests/io/map_test_util.h"
 #include "graph/atomic_file.h"
 #include "kernels/adam.h"
+#include "stages/io/lzf.h"
 
 namespace fs = std::filesystem;
 using namespace sl;

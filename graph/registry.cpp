@@ -1,6 +1,8 @@
 #include "graph/registry.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <mutex>
 #include <sstream>
 
@@ -34,11 +36,15 @@ static std::string quote(const std::string& s) {
   return sb.GetString();
 }
 
+// The shortest text that reads back to the same double: 0.3, not 0.29999999999999999. Whole
+// numbers stay integers (1000000000, not 1e+09): the resolved pipeline, which checkpoints
+// record, keeps the JSON types it always had.
 static std::string num(double v) {
-  std::ostringstream o;
-  o.precision(17);
-  o << v;
-  return o.str();
+  char buf[64];
+  const bool whole = std::trunc(v) == v && std::abs(v) < 1e17;
+  const auto r = whole ? std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed)
+                       : std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 ParamSpec p_bool(std::string name, bool def, std::string doc) {

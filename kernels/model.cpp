@@ -234,7 +234,7 @@ struct LineRefiner::Impl {
     const int64_t n_out = NL * lay.reg.back().out;
     mse_loss(c, loss, reg_act.back(), target, n_out);
     zero_rows(reg_grad.back(), NL, lay.reg.back().out);
-    mse_backward(c, reg_grad.back(), reg_act.back(), target, n_out);
+    mse_backward(c, reg_grad.back(), reg_act.back(), target, n_out, 1.f);
 
     // regressor, reverse; layer 0 is the fused global/line layer
     for (size_t i = nR; i-- > 1;) {
@@ -531,6 +531,11 @@ void LineRefiner::forward(const float* context, const float* noisy_line, int B, 
 const float* LineRefiner::last_prediction() const {
   if (impl_->last_B == 0) fail("LineRefiner", "no forward pass has run yet");
   return impl_->reg_act.back();
+}
+
+const int32_t* LineRefiner::last_argmax() const {
+  if (impl_->last_B == 0) fail("LineRefiner", "no forward pass has run yet");
+  return impl_->argmax;
 }
 
 int64_t LineRefiner::last_compact_rows() const {

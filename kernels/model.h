@@ -1,4 +1,4 @@
-// LineRefiner: point-wise Conv1d (kernel 1) network of DESIGN.md "The model".
+// LineRefiner: point-wise Conv1d (kernel 1) network (the README's "The model").
 //   context [B,P,in] -> encoder.{0,2,4} (ReLU) -> max over P -> global [B,G]
 //   noisy_line [B,L,3] -> line_mlp.{0,2} (ReLU) -> feat [B,L,F]
 //   [global, feat] [B,L,G+F] -> regressor.{0,2} (ReLU) -> regressor.4 -> pred_offset [B,L,3]
@@ -142,6 +142,9 @@ class LineRefiner {
   // pred_offset [B,L,out] in backend memory (nullable: read last_prediction()).
   void forward(const float* context, const float* noisy_line, int B, int P, int L, float* pred_offset);
   const float* last_prediction() const;  // backend memory, [B,L,out] of the last forward
+  // Backend memory, [B,G] of the last forward: the point of each encoder channel's maximum (the
+  // first one attaining it), for checks against other implementations of the max.
+  const int32_t* last_argmax() const;
   // Compact encoder rows of the last forward_backward: the distinct argmax rows of active
   // channels on the CPU; the padded capacity on CUDA (host read; CUDA waits).
   int64_t last_compact_rows() const;

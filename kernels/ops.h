@@ -1,8 +1,12 @@
-// The LineRefiner's ops: ONE declaration each for both backends. Every op takes the OpContext
-// first (kernels/backend.h: backend, precision, stream, cuBLAS handle), then
-//   outputs, values saved for backward, inputs, weights, sizes (llm.c style).
-// The CPU body and the CUDA body of an op sit side by side (kernels/ops/<op>.cpp and .cu) and
-// run the SAME algorithm; kernels/reference.h holds the plain loops both are tested against.
+// The LineRefiner's ops: ONE list, below, writes each op's signature once; the declarations for
+// both backends, the dispatch between them and the instantiations follow from it. Every op
+// takes the OpContext first, named c (kernels/backend.h: backend, precision, stream, cuBLAS
+// handle), then outputs, values saved for backward, inputs, weights, sizes (llm.c style).
+// The CPU body and the CUDA body of an op sit side by side (kernels/ops/<group>.cpp and .cu,
+// namespaces sl::cpu_ops and sl::cuda_ops) and run the SAME algorithm; kernels/reference.h
+// holds the plain loops both are tested against, case by case (tests/kernels/op_cases.h).
+//
+// Adding an op: one entry in its group's list, its two bodies, one case in op_cases.h.
 //
 // Conventions, on both backends:
 //  - pointers live on the context's backend (host memory on the CPU, device memory on CUDA);
@@ -24,30 +28,106 @@
 
 namespace sl {
 
-// ---- point-wise linear (Conv1d kernel 1) + bias, optional fused ReLU ----------------------
-// out [N, C_out] = act(in [N, C_in] · weight [C_out, C_in]^T + bias [C_out])
-template <class T>
-void linear_forward(const OpContext& c, T* out, const T* in, const T* weight, const T* bias, int64_t N,
-                    int C_in, int C_out, bool relu);
-// din [N, C_in] (nullable: not needed for network inputs), dweight [C_out, C_in],
-// dbias [C_out]; dout [N, C_out] is OVERWRITTEN with the pre-activation gradient when relu;
-// out [N, C_out] is the forward output (saved; used for the ReLU mask).
-// CUDA: c.ones must hold >= N ones (the bias gradient is a GEMV).
-template <class T>
-void linear_backward(const OpContext& c, T* din, T* dweight, T* dbias, T* dout, const T* out, const T* in,
-                     const T* weight, int64_t N, int C_in, int C_out, bool relu);
+// ---- the op list ------------------------------------------------------------------------------
+// One entry: OP(types, return type, name, (parameters), (the parameters' names, as arguments))
+//   types FLOAT_DOUBLE: a template on T, instantiated for float and double;
+//         FLOAT: float only (no template).
+// A group is the ops of one kernels/ops/<group>.cpp + .cu pair; SL_OPS is all of them.
 
-// ---- out = max_p relu(in · W^T + b) with argmax --------------------------------------------
-// out [B, C_out]; argmax [B, C_out] = the FIRST p attaining the max of the pre-activation
-// (ties go to the smallest p on both backends); in [B, P, C_in]; weight [C_out, C_in].
-// scratch: CUDA needs [B*P, C_out] (the GEMM's output, then a parallel max); the CPU streams
-// row blocks through per-thread memory and ignores it (nullable).
-template <class T>
-void linear_relu_max_forward(const OpContext& c, T* out, int32_t* argmax, const T* in, const T* weight,
-                             const T* bias, int B, int P, int C_in, int C_out, T* scratch);
+// linear_forward: out [N, C_out] = act(in [N, C_in] · weight [C_out, C_in]^T + bias [C_out]),
+//   point-wise linear (Conv1d kernel 1) + bias, optional fused ReLU.
+// linear_backward: din [N, C_in] (nullable: not needed for network inputs), dweight
+//   [C_out, C_in], dbias [C_out]; dout [N, C_out] is OVERWRITTEN with the pre-activation
+//   gradient when relu; out [N, C_out] is the forward output (saved; used for the ReLU mask).
+//   CUDA: c.ones must hold >= N ones (the bias gradient is a GEMV).
+#define SL_OPS_LINEAR(OP, T)                                                                                   \
+  OP(FLOAT_DOUBLE, void, linear_forward,                                                                       \
+     (const OpContext& c, T* out, const T* in, const T* weight, const T* bias, int64_t N, int C_in, int C_out, \
+      bool relu),                                                                                              \
+     (c, out, in, weight, bias, N, C_in, C_out, relu))                                                         \
+  OP(FLOAT_DOUBLE, void, linear_backward,                                                                      \
+     (const OpContext& c, T* din, T* dweight, T* dbias, T* dout, const T* out, const T* in, const T* weight,   \
+      int64_t N, int C_in, int C_out, bool relu),                                                              \
+     (c, din, dweight, dbias, dout, out, in, weight, N, C_in, C_out, relu))
 
-// The encoder backward runs on the distinct argmax rows of active channels only (a channel
-// with out <= 0 gets no gradient), instead of all B*P rows. compact_argmax_rows lists them:
+// linear_relu_max_forward: out [B, C_out] = max_p relu(in · W^T + b) with argmax [B, C_out] =
+//   the FIRST p attaining the max of the pre-activation (ties go to the smallest p on both
+//   backends); in [B, P, C_in]; weight [C_out, C_in]. scratch: CUDA needs [B*P, C_out] (the
+//   GEMM's output, then a parallel max); the CPU streams row blocks through per-thread memory
+//   and ignores it (nullable).
+// The encoder backward runs on the distinct argmax rows of active channels only (a channel with
+// out <= 0 gets no gradient), instead of all B*P rows:
+// compact_argmax_rows lists them (ArgmaxRows below), rows in ascending point order per sample,
+//   samples in order. Returns the number of compact rows the backward runs on: on the CPU
+//   exactly the distinct rows (read on the host); on CUDA argmax_rows_capacity(B, P, G) without
+//   waiting, sample b owning a fixed stride of min(P, G) rows whose unused tail is padding
+//   (source -1, no channels: gathers zeros, adds nothing).
+// gather_rows: dst [U, C] = rows source[u] of src (zeros where source[u] < 0).
+// linear_relu_max_backward: the backward of linear_relu_max_forward over the compact rows:
+//   dweight [C_out, C_in] +=, dbias [C_out] += (from the argmax row of each active (b, o),
+//   samples in order); din [U, C_in] += (nullable) at the compact rows, each row summing its
+//   channels in ascending order. dout [B, C_out]; out, argmax [B, C_out] (saved); in [B, P, C_in]
+//   (dense, saved).
+#define SL_OPS_MAX(OP, T)                                                                                           \
+  OP(FLOAT_DOUBLE, void, linear_relu_max_forward,                                                                   \
+     (const OpContext& c, T* out, int32_t* argmax, const T* in, const T* weight, const T* bias, int B, int P,      \
+      int C_in, int C_out, T* scratch),                                                                             \
+     (c, out, argmax, in, weight, bias, B, P, C_in, C_out, scratch))                                                \
+  OP(FLOAT_DOUBLE, int64_t, compact_argmax_rows,                                                                    \
+     (const OpContext& c, const ArgmaxRows& r, const T* out, const int32_t* argmax, int B, int P, int G),           \
+     (c, r, out, argmax, B, P, G))                                                                                  \
+  OP(FLOAT_DOUBLE, void, gather_rows, (const OpContext& c, T* dst, const T* src, const int64_t* source, int64_t U, \
+                                       int C),                                                                      \
+     (c, dst, src, source, U, C))                                                                                   \
+  OP(FLOAT_DOUBLE, void, linear_relu_max_backward,                                                                  \
+     (const OpContext& c, T* din, const ArgmaxRows& r, T* dweight, T* dbias, const T* dout, const T* out,          \
+      const int32_t* argmax, const T* in, const T* weight, int B, int P, int C_in, int C_out),                      \
+     (c, din, r, dweight, dbias, dout, out, argmax, in, weight, B, P, C_in, C_out))
+
+// global_line_linear_forward: out [B, L, C_out] = act([global [B, G] broadcast over L,
+//   feat [B, L, F]] · weight^T + bias), weight [C_out, G+F], without materialising the concat:
+//   the global part is projected once per sample (B rows), not per line point. scratch
+//   [B, C_out] is work memory.
+// global_line_linear_backward: dglobal [B, G] (nullable), dfeat [B, L, F] (nullable), dweight
+//   [C_out, G+F], dbias [C_out]; dout [B, L, C_out] is OVERWRITTEN with the pre-activation
+//   gradient when relu. CUDA: c.ones must hold >= B ones.
+#define SL_OPS_GLOBAL_LINE(OP, T)                                                                                  \
+  OP(FLOAT_DOUBLE, void, global_line_linear_forward,                                                               \
+     (const OpContext& c, T* out, const T* global, const T* feat, const T* weight, const T* bias, int B, int L,   \
+      int G, int F, int C_out, bool relu, T* scratch),                                                             \
+     (c, out, global, feat, weight, bias, B, L, G, F, C_out, relu, scratch))                                       \
+  OP(FLOAT_DOUBLE, void, global_line_linear_backward,                                                              \
+     (const OpContext& c, T* dglobal, T* dfeat, T* dweight, T* dbias, T* dout, const T* out, const T* global,     \
+      const T* feat, const T* weight, int B, int L, int G, int F, int C_out, bool relu, T* scratch),               \
+     (c, dglobal, dfeat, dweight, dbias, dout, out, global, feat, weight, B, L, G, F, C_out, relu, scratch))
+
+// mse_loss: the mean squared error over n elements, its bookkeeping in the context's backend
+//   memory (LossState below), so a CUDA step never returns data to the host.
+// mse_backward: dpred [n] += dloss * 2 (pred - target) / n.
+// adam_step: t += 1, then params, exp_avg, exp_avg_sq [n] updated in place from grads [n]
+//   (PyTorch semantics, kernels/adam.h).
+// fill: p [n] = value.
+// axpby: y [n] = a * x + b * y, each element rounded as (a * x) + (b * y) in float; b == 0
+//   writes a * x whatever y held (gradient accumulation, stages/train/grad_sync.h).
+#define SL_OPS_LOSS(OP, T)                                                                                       \
+  OP(FLOAT_DOUBLE, void, mse_loss,                                                                               \
+     (const OpContext& c, const LossState<T>& st, const T* pred, const T* target, int64_t n),                    \
+     (c, st, pred, target, n))                                                                                   \
+  OP(FLOAT_DOUBLE, void, mse_backward,                                                                           \
+     (const OpContext& c, T* dpred, const T* pred, const T* target, int64_t n, T dloss),                         \
+     (c, dpred, pred, target, n, dloss))                                                                         \
+  OP(FLOAT, void, adam_step,                                                                                     \
+     (const OpContext& c, const AdamState& st, float* params, float* exp_avg, float* exp_avg_sq,                 \
+      const float* grads, size_t n, const AdamConfig& cfg),                                                      \
+     (c, st, params, exp_avg, exp_avg_sq, grads, n, cfg))                                                        \
+  OP(FLOAT, void, fill, (const OpContext& c, float* p, float value, size_t n), (c, p, value, n))                 \
+  OP(FLOAT, void, axpby, (const OpContext& c, float* y, float a, const float* x, float b, size_t n),             \
+     (c, y, a, x, b, n))
+
+#define SL_OPS(OP, T) SL_OPS_LINEAR(OP, T) SL_OPS_MAX(OP, T) SL_OPS_GLOBAL_LINE(OP, T) SL_OPS_LOSS(OP, T)
+
+// ---- what the ops share -----------------------------------------------------------------------
+// The compact argmax rows of the encoder backward (compact_argmax_rows fills them).
 struct ArgmaxRows {
   int32_t* row_of = nullptr;       // [B*P] work: compact index of a point row, or -1
   int32_t* sample_rows = nullptr;  // [B+1]: sample b's compact rows start at sample_rows[b]
@@ -59,71 +139,30 @@ struct ArgmaxRows {
 };
 // Capacity the ArgmaxRows arrays need for B samples (every sample has <= min(P, G) rows).
 inline int64_t argmax_rows_capacity(int B, int P, int G) { return int64_t(B) * (P < G ? P : G); }
-// Rows in ascending point order per sample, samples in order. Returns the number of compact
-// rows the backward runs on: on the CPU exactly the distinct rows (read on the host); on CUDA
-// argmax_rows_capacity(B, P, G) without waiting, sample b owning a fixed stride of min(P, G)
-// rows whose unused tail is padding (source -1, no channels: gathers zeros, adds nothing).
-template <class T>
-int64_t compact_argmax_rows(const OpContext& c, const ArgmaxRows& r, const T* out, const int32_t* argmax, int B,
-                            int P, int G);
-// dst [U, C] = rows source[u] of src (zeros where source[u] < 0).
-template <class T>
-void gather_rows(const OpContext& c, T* dst, const T* src, const int64_t* source, int64_t U, int C);
-// Backward of linear_relu_max_forward over the compact rows: dweight [C_out, C_in] +=,
-// dbias [C_out] += (from the argmax row of each active (b, o), samples in order);
-// din [U, C_in] += (nullable) at the compact rows, each row summing its channels in ascending
-// order. dout [B, C_out]; out, argmax [B, C_out] (saved); in [B, P, C_in] (dense, saved).
-template <class T>
-void linear_relu_max_backward(const OpContext& c, T* din, const ArgmaxRows& r, T* dweight, T* dbias,
-                              const T* dout, const T* out, const int32_t* argmax, const T* in, const T* weight,
-                              int B, int P, int C_in, int C_out);
 
-// ---- linear over the broadcast-concat [global, feat] without materialising it ---------------
-// out [B, L, C_out] = act([global [B, G] broadcast over L, feat [B, L, F]] · weight^T + bias),
-// weight [C_out, G+F]: the global part is projected once per sample (B rows), not per line
-// point. scratch [B, C_out] is work memory.
-template <class T>
-void global_line_linear_forward(const OpContext& c, T* out, const T* global, const T* feat, const T* weight,
-                                const T* bias, int B, int L, int G, int F, int C_out, bool relu, T* scratch);
-// dglobal [B, G] (nullable), dfeat [B, L, F] (nullable), dweight [C_out, G+F], dbias [C_out];
-// dout [B, L, C_out] is OVERWRITTEN with the pre-activation gradient when relu.
-// CUDA: c.ones must hold >= B ones.
-template <class T>
-void global_line_linear_backward(const OpContext& c, T* dglobal, T* dfeat, T* dweight, T* dbias, T* dout,
-                                 const T* out, const T* global, const T* feat, const T* weight, int B, int L,
-                                 int G, int F, int C_out, bool relu, T* scratch);
-
-// ---- mean squared error over n elements ---------------------------------------------------
-// Loss bookkeeping in the context's backend memory, so a CUDA step never returns data to the
-// host: last = this step's loss (the double sum of squares / n, rounded to T), sum += last,
-// count += 1. The double accumulation has a fixed order on each backend.
+// Loss bookkeeping in backend memory: last = this step's loss (the double sum of squares / n,
+// rounded to T), sum += last, count += 1. The double accumulation has a fixed order on each
+// backend.
 template <class T>
 struct LossState {
   double* sum = nullptr;
   int32_t* count = nullptr;
   T* last = nullptr;
 };
-template <class T>
-void mse_loss(const OpContext& c, const LossState<T>& st, const T* pred, const T* target, int64_t n);
-// dpred [n] += dloss * 2 (pred - target) / n
-template <class T>
-void mse_backward(const OpContext& c, T* dpred, const T* pred, const T* target, int64_t n, T dloss = T(1));
 
-// ---- Adam (PyTorch semantics, kernels/adam.h) ---------------------------------------------
-// Step counter and per-step scalars in the context's backend memory, advanced by the op, so a
-// replayed CUDA graph advances them too.
+// Adam's step counter and per-step scalars in backend memory, advanced by the op, so a replayed
+// CUDA graph advances them too.
 struct AdamState {
   int64_t* step = nullptr;   // t, incremented by every adam_step
   float* scalars = nullptr;  // [2] work: lr / (1 - b1^t), sqrt(1 - b2^t), computed in double
 };
-// t += 1, then params, exp_avg, exp_avg_sq [n] updated in place from grads [n] (float only).
-void adam_step(const OpContext& c, const AdamState& st, float* params, float* exp_avg, float* exp_avg_sq,
-               const float* grads, size_t n, const AdamConfig& cfg);
 
-// ---- small helpers --------------------------------------------------------------------------
-void fill(const OpContext& c, float* p, float value, size_t n);
-// y [n] = a * x + b * y, each element rounded as (a * x) + (b * y) in float; b == 0 writes
-// a * x whatever y held (gradient accumulation, stages/train/grad_sync.h).
-void axpby(const OpContext& c, float* y, float a, const float* x, float b, size_t n);
+// ---- the declarations, from the list ----------------------------------------------------------
+#define SL_DECLARE_OP(types, ret, name, params, args) SL_DECLARE_OP_##types(ret, name, params)
+#define SL_DECLARE_OP_FLOAT_DOUBLE(ret, name, params) \
+  template <class T>                                  \
+  ret name params;
+#define SL_DECLARE_OP_FLOAT(ret, name, params) ret name params;
+SL_OPS(SL_DECLARE_OP, T)
 
 }  // namespace sl

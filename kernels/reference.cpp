@@ -59,6 +59,23 @@ void maxpool_backward(T* din, const T* dout, const int32_t* argmax, int B, int P
 }
 
 template <class T>
+void linear_relu_max_backward_reference(T* din, T* dweight, T* dbias, const T* dout, const T* out,
+                                        const int32_t* argmax, const T* in, const T* weight, int B, int P, int C_in,
+                                        int C_out) {
+  for (int b = 0; b < B; ++b)
+    for (int o = 0; o < C_out; ++o) {
+      const int64_t i = int64_t(b) * C_out + o;
+      if (!(out[i] > T(0))) continue;
+      const int64_t row = int64_t(b) * P + argmax[i];
+      dbias[o] += dout[i];
+      for (int k = 0; k < C_in; ++k) {
+        dweight[int64_t(o) * C_in + k] += dout[i] * in[row * C_in + k];
+        if (din) din[row * C_in + k] += dout[i] * weight[int64_t(o) * C_in + k];
+      }
+    }
+}
+
+template <class T>
 void concat_forward(T* out, const T* global, const T* feat, int B, int L, int G, int F) {
   for (int b = 0; b < B; ++b)
     for (int l = 0; l < L; ++l) {
@@ -200,6 +217,8 @@ template double line_refiner_reference<double>(const ModelConfig&, const double*
                                              int, bool);                                                         \
   template void maxpool_forward<T>(T*, int32_t*, const T*, int, int, int);                                       \
   template void maxpool_backward<T>(T*, const T*, const int32_t*, int, int, int);                                \
+  template void linear_relu_max_backward_reference<T>(T*, T*, T*, const T*, const T*, const int32_t*, const T*,   \
+                                                      const T*, int, int, int, int);                             \
   template void concat_forward<T>(T*, const T*, const T*, int, int, int, int);                                   \
   template void concat_backward<T>(T*, T*, const T*, int, int, int, int);                                        \
   template T mse_forward_reference<T>(const T*, const T*, int64_t);                                              \

@@ -23,6 +23,13 @@ void maxpool_forward(T* out, int32_t* argmax, const T* in, int B, int P, int C);
 // din [B, P, C] += dout [B, C] scattered to the argmax rows only.
 template <class T>
 void maxpool_backward(T* din, const T* dout, const int32_t* argmax, int B, int P, int C);
+// The backward of out [B, C_out] = max_p relu(in [B, P, C_in] · weight^T + bias) given its
+// saved out and argmax [B, C_out]: each active (b, o) (out > 0) sends dout [B, C_out] through
+// its argmax row alone. din [B, P, C_in] (dense, nullable), dweight, dbias ACCUMULATE.
+template <class T>
+void linear_relu_max_backward_reference(T* din, T* dweight, T* dbias, const T* dout, const T* out,
+                                        const int32_t* argmax, const T* in, const T* weight, int B, int P, int C_in,
+                                        int C_out);
 // out [B, L, G + F] = [global [B, G] broadcast over L, feat [B, L, F]] (global first).
 template <class T>
 void concat_forward(T* out, const T* global, const T* feat, int B, int L, int G, int F);

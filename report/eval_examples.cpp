@@ -8,7 +8,7 @@
 
 #include "graph/error.h"
 #include "graph/json_depth.h"
-#include "stages/train/metrics.h"
+#include "kernels/line_error.h"
 
 namespace sl::report {
 
@@ -27,7 +27,7 @@ EvalExample make_eval_example(const float* context, int64_t P, int64_t C, const 
   e.truth.assign(truth, truth + L * 3);
   e.refined.resize((size_t)L * 3);
   for (int64_t i = 0; i < L * 3; ++i) e.refined[i] = noisy[i] + pred[i];
-  // The same measure as the evaluation's mean point error (stages/train/metrics.h).
+  // The same measure as the evaluation's mean point error (kernels/line_error.h).
   e.err_before_m = mean_line_error(e.noisy.data(), e.truth.data(), L);
   e.err_after_m = mean_line_error(e.refined.data(), e.truth.data(), L);
   return e;

@@ -9,7 +9,7 @@
 
 #include "kernels/gemm.h"
 
-namespace sl::cpu {
+namespace sl::cpu_ops {
 
 constexpr int64_t kRowBlock = 256;  // rows per task
 constexpr int kChannelBlock = 32;   // output channels per weight-gradient task
@@ -48,4 +48,4 @@ void weight_grad(T* dweight, T* dbias, const T* dout, int64_t ld_dout, const T* 
   });
 }
 
-}  // namespace sl::cpu
+}  // namespace sl::cpu_ops

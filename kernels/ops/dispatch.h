@@ -1,6 +1,10 @@
-// Internal to kernels/ops: how an op reaches its CUDA body. The CUDA bodies (float only) are
-// declared here for every build and defined in the .cu files only when the build has CUDA;
-// SL_CUDA_BODY compiles the call in CUDA builds and a clear error otherwise.
+// Internal to kernels/ops: how an op reaches its body, from the op list of kernels/ops.h.
+// The CUDA bodies (float only, namespace sl::cuda_ops) are declared here for every build and
+// defined in the .cu files only when the build has CUDA. Each kernels/ops/<group>.cpp defines
+// its CPU bodies (namespace sl::cpu_ops) and ends with SL_DEFINE_OPS(SL_OPS_<GROUP>): the
+// public ops of the group, which send a CUDA context to the CUDA body (refusing T = double,
+// and refusing any CUDA context in a build without CUDA) and everything else to the CPU body,
+// instantiated for float and double.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -15,50 +19,43 @@ namespace sl::detail {
 
 }  // namespace sl::detail
 
-#ifdef SL_WITH_CUDA
-#define SL_CUDA_BODY(op, call) call
-#else
-#define SL_CUDA_BODY(op, call) ::sl::detail::no_cuda_build(op)
-#endif
-
-// In an op templated on T: route a CUDA context to the float body, refuse other types.
-#define SL_DISPATCH_CUDA(c, T, op, call)                                      \
-  if ((c).on_cuda()) {                                                        \
-    if constexpr (std::is_same_v<T, float>) {                                 \
-      SL_CUDA_BODY(op, call);                                                 \
-      return;                                                                 \
-    } else {                                                                  \
-      ::sl::detail::unsupported_type(c, op, "double");                        \
-    }                                                                         \
-  }
-
 namespace sl::cuda_ops {
 
-void linear_forward(const OpContext& c, float* out, const float* in, const float* weight, const float* bias,
-                    int64_t N, int C_in, int C_out, bool relu);
-void linear_backward(const OpContext& c, float* din, float* dweight, float* dbias, float* dout, const float* out,
-                     const float* in, const float* weight, int64_t N, int C_in, int C_out, bool relu);
-void linear_relu_max_forward(const OpContext& c, float* out, int32_t* argmax, const float* in, const float* weight,
-                             const float* bias, int B, int P, int C_in, int C_out, float* scratch);
-void compact_argmax_rows(const OpContext& c, const ArgmaxRows& r, const float* out, const int32_t* argmax, int B,
-                         int P, int G);
-void gather_rows(const OpContext& c, float* dst, const float* src, const int64_t* source, int64_t U, int C);
-void linear_relu_max_backward(const OpContext& c, float* din, const ArgmaxRows& r, float* dweight, float* dbias,
-                              const float* dout, const float* out, const int32_t* argmax, const float* in,
-                              const float* weight, int B, int P, int C_in, int C_out);
-void global_line_linear_forward(const OpContext& c, float* out, const float* global, const float* feat,
-                                const float* weight, const float* bias, int B, int L, int G, int F, int C_out,
-                                bool relu, float* scratch);
-void global_line_linear_backward(const OpContext& c, float* dglobal, float* dfeat, float* dweight, float* dbias,
-                                 float* dout, const float* out, const float* global, const float* feat,
-                                 const float* weight, int B, int L, int G, int F, int C_out, bool relu,
-                                 float* scratch);
-void mse_loss(const OpContext& c, const LossState<float>& st, const float* pred, const float* target, int64_t n);
-void mse_backward(const OpContext& c, float* dpred, const float* pred, const float* target, int64_t n,
-                  float dloss);
-void adam_step(const OpContext& c, const AdamState& st, float* params, float* exp_avg, float* exp_avg_sq,
-               const float* grads, size_t n, const AdamConfig& cfg);
-void fill(const OpContext& c, float* p, float value, size_t n);
-void axpby(const OpContext& c, float* y, float a, const float* x, float b, size_t n);
+#define SL_DECLARE_CUDA_OP(types, ret, name, params, args) ret name params;
+SL_OPS(SL_DECLARE_CUDA_OP, float)
+#undef SL_DECLARE_CUDA_OP
 
 }  // namespace sl::cuda_ops
+
+#ifdef SL_WITH_CUDA
+#define SL_CUDA_RETURN(op, call) return call
+#else
+#define SL_CUDA_RETURN(op, call) ::sl::detail::no_cuda_build(op)
+#endif
+
+#define SL_DEFINE_OP(types, ret, name, params, args) SL_DEFINE_OP_##types(ret, name, params, args)
+#define SL_DEFINE_OP_FLOAT_DOUBLE(ret, name, params, args)  \
+  template <class T>                                        \
+  ret name params {                                         \
+    if (c.on_cuda()) {                                      \
+      if constexpr (std::is_same_v<T, float>) {             \
+        SL_CUDA_RETURN(#name, cuda_ops::name args);         \
+      } else {                                              \
+        ::sl::detail::unsupported_type(c, #name, "double"); \
+      }                                                     \
+    }                                                       \
+    return cpu_ops::name args;                              \
+  }
+#define SL_DEFINE_OP_FLOAT(ret, name, params, args)                   \
+  ret name params {                                                   \
+    if (c.on_cuda()) SL_CUDA_RETURN(#name, cuda_ops::name args);      \
+    return cpu_ops::name args;                                        \
+  }
+
+#define SL_INSTANTIATE_OP(types, ret, name, params, args) SL_INSTANTIATE_OP_##types(ret, name, params)
+#define SL_INSTANTIATE_OP_FLOAT_DOUBLE(ret, name, params) template ret name params;
+#define SL_INSTANTIATE_OP_FLOAT(ret, name, params)
+
+// At the end of kernels/ops/<group>.cpp, in namespace sl, after the group's CPU bodies.
+#define SL_DEFINE_OPS(group) \
+  group(SL_DEFINE_OP, T) group(SL_INSTANTIATE_OP, float) group(SL_INSTANTIATE_OP, double)

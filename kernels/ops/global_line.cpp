@@ -1,19 +1,14 @@
-// The regressor's first layer over [global broadcast over L, line features]: CPU bodies and the
-// dispatch to the CUDA ones (global_line.cu). Both: the global part is one [B, C_out] GEMM, the
+// The regressor's first layer over [global broadcast over L, line features]: the CPU bodies (the
+// CUDA ones: global_line.cu). Both: the global part is one [B, C_out] GEMM, the
 // line part one [B*L, C_out] GEMM reading the right columns of the same weight (ld = G+F).
 #include "kernels/ops/cpu_common.h"
 #include "kernels/ops/dispatch.h"
 
-namespace sl {
-
-using namespace sl::cpu;
+namespace sl::cpu_ops {
 
 template <class T>
 void global_line_linear_forward(const OpContext& c, T* out, const T* global, const T* feat, const T* weight,
                                 const T* bias, int B, int L, int G, int F, int C_out, bool relu, T* scratch) {
-  SL_DISPATCH_CUDA(c, T, "global_line_linear_forward",
-                   cuda_ops::global_line_linear_forward(c, out, global, feat, weight, bias, B, L, G, F, C_out, relu,
-                                                        scratch));
   const int64_t ldw = G + F;
   // scratch[b] = global[b] · Wg^T + bias  (Wg = weight[:, :G])
   gemm<T>(Trans::N, Trans::T, B, C_out, G, T(1), global, G, weight, ldw, T(0), scratch, C_out);
@@ -39,9 +34,6 @@ template <class T>
 void global_line_linear_backward(const OpContext& c, T* dglobal, T* dfeat, T* dweight, T* dbias, T* dout,
                                  const T* out, const T* global, const T* feat, const T* weight, int B, int L, int G,
                                  int F, int C_out, bool relu, T* scratch) {
-  SL_DISPATCH_CUDA(c, T, "global_line_linear_backward",
-                   cuda_ops::global_line_linear_backward(c, dglobal, dfeat, dweight, dbias, dout, out, global, feat,
-                                                         weight, B, L, G, F, C_out, relu, scratch));
   const int64_t ldw = G + F;
   const int64_t N = int64_t(B) * L;
   if (relu) relu_mask(dout, out, N * C_out);
@@ -61,13 +53,8 @@ void global_line_linear_backward(const OpContext& c, T* dglobal, T* dfeat, T* dw
     gemm_parallel<T>(Trans::N, Trans::N, N, F, C_out, T(1), dout, C_out, weight + G, ldw, T(1), dfeat, F);
 }
 
-#define SL_INSTANTIATE(T)                                                                                       \
-  template void global_line_linear_forward<T>(const OpContext&, T*, const T*, const T*, const T*, const T*, int, \
-                                              int, int, int, int, bool, T*);                                    \
-  template void global_line_linear_backward<T>(const OpContext&, T*, T*, T*, T*, T*, const T*, const T*,         \
-                                               const T*, const T*, int, int, int, int, int, bool, T*);
-SL_INSTANTIATE(float)
-SL_INSTANTIATE(double)
-#undef SL_INSTANTIATE
+}  // namespace sl::cpu_ops
 
+namespace sl {
+SL_DEFINE_OPS(SL_OPS_GLOBAL_LINE)
 }  // namespace sl

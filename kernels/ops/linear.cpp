@@ -1,15 +1,13 @@
-// linear_forward / linear_backward: the CPU bodies and the dispatch to the CUDA ones
-// (linear.cu). Both: one GEMM for the output, bias + ReLU fused after it; backward = ReLU mask,
+// linear_forward / linear_backward: the CPU bodies (the CUDA ones: linear.cu). Both: one GEMM for the output, bias + ReLU fused after it; backward = ReLU mask,
 // dweight GEMM, bias column sum, din GEMM.
 #include <vector>
 
 #include "kernels/ops/cpu_common.h"
 #include "kernels/ops/dispatch.h"
 
-namespace sl {
+namespace sl::cpu_ops {
 
 namespace {
-using namespace sl::cpu;
 
 // out[r, :] = bias + in[r, :] · W^T for tiny C_in (the GEMM library is poor at K <= 8).
 template <class T>
@@ -50,8 +48,6 @@ void bias_act_rows(T* y, const T* bias, int64_t rows, int C, bool relu) {
 template <class T>
 void linear_forward(const OpContext& c, T* out, const T* in, const T* weight, const T* bias, int64_t N, int C_in,
                     int C_out, bool relu) {
-  SL_DISPATCH_CUDA(c, T, "linear_forward",
-                   cuda_ops::linear_forward(c, out, in, weight, bias, N, C_in, C_out, relu));
   for_blocks(N, kRowBlock, [&](int64_t r0, int64_t r1) {
     if (C_in <= 8) {
       small_k_forward(out, in, weight, bias, r0, r1, C_in, C_out, relu);
@@ -66,19 +62,13 @@ void linear_forward(const OpContext& c, T* out, const T* in, const T* weight, co
 template <class T>
 void linear_backward(const OpContext& c, T* din, T* dweight, T* dbias, T* dout, const T* out, const T* in,
                      const T* weight, int64_t N, int C_in, int C_out, bool relu) {
-  SL_DISPATCH_CUDA(c, T, "linear_backward",
-                   cuda_ops::linear_backward(c, din, dweight, dbias, dout, out, in, weight, N, C_in, C_out, relu));
   if (relu) relu_mask(dout, out, N * C_out);
   if (din) gemm_parallel<T>(Trans::N, Trans::N, N, C_in, C_out, T(1), dout, C_out, weight, C_in, T(1), din, C_in);
   weight_grad(dweight, dbias, dout, C_out, in, C_in, N, C_in, C_out, C_in);
 }
 
-#define SL_INSTANTIATE(T)                                                                                       \
-  template void linear_forward<T>(const OpContext&, T*, const T*, const T*, const T*, int64_t, int, int, bool); \
-  template void linear_backward<T>(const OpContext&, T*, T*, T*, T*, const T*, const T*, const T*, int64_t, int, \
-                                   int, bool);
-SL_INSTANTIATE(float)
-SL_INSTANTIATE(double)
-#undef SL_INSTANTIATE
+}  // namespace sl::cpu_ops
 
+namespace sl {
+SL_DEFINE_OPS(SL_OPS_LINEAR)
 }  // namespace sl

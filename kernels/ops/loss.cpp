@@ -1,13 +1,12 @@
-// MSE loss with its bookkeeping in backend memory, Adam's step, fill, axpby: CPU bodies and the
-// dispatch to the CUDA ones (loss.cu).
+// MSE loss with its bookkeeping in backend memory, Adam's step, fill, axpby: the CPU bodies (the
+// CUDA ones: loss.cu).
 #include "kernels/ops/cpu_common.h"
 #include "kernels/ops/dispatch.h"
 
-namespace sl {
+namespace sl::cpu_ops {
 
 template <class T>
 void mse_loss(const OpContext& c, const LossState<T>& st, const T* pred, const T* target, int64_t n) {
-  SL_DISPATCH_CUDA(c, T, "mse_loss", cuda_ops::mse_loss(c, st, pred, target, n));
   double acc = 0;
   for (int64_t i = 0; i < n; ++i) {
     const double d = double(pred[i]) - double(target[i]);
@@ -21,34 +20,21 @@ void mse_loss(const OpContext& c, const LossState<T>& st, const T* pred, const T
 
 template <class T>
 void mse_backward(const OpContext& c, T* dpred, const T* pred, const T* target, int64_t n, T dloss) {
-  SL_DISPATCH_CUDA(c, T, "mse_backward", cuda_ops::mse_backward(c, dpred, pred, target, n, dloss));
   const T s = dloss * T(2) / T(n);
   for (int64_t i = 0; i < n; ++i) dpred[i] += s * (pred[i] - target[i]);
 }
 
 void adam_step(const OpContext& c, const AdamState& st, float* params, float* exp_avg, float* exp_avg_sq,
                const float* grads, size_t n, const AdamConfig& cfg) {
-  if (c.on_cuda()) {
-    SL_CUDA_BODY("adam_step", cuda_ops::adam_step(c, st, params, exp_avg, exp_avg_sq, grads, n, cfg));
-    return;
-  }
   const int64_t t = ++*st.step;
   adam_update(params, exp_avg, exp_avg_sq, grads, n, t, cfg);
 }
 
 void fill(const OpContext& c, float* p, float value, size_t n) {
-  if (c.on_cuda()) {
-    SL_CUDA_BODY("fill", cuda_ops::fill(c, p, value, n));
-    return;
-  }
   std::fill(p, p + n, value);
 }
 
 void axpby(const OpContext& c, float* y, float a, const float* x, float b, size_t n) {
-  if (c.on_cuda()) {
-    SL_CUDA_BODY("axpby", cuda_ops::axpby(c, y, a, x, b, n));
-    return;
-  }
   if (b == 0.f) {
     for (size_t i = 0; i < n; ++i) y[i] = a * x[i];
     return;
@@ -59,11 +45,8 @@ void axpby(const OpContext& c, float* y, float a, const float* x, float b, size_
   }
 }
 
-#define SL_INSTANTIATE(T)                                                                                       \
-  template void mse_loss<T>(const OpContext&, const LossState<T>&, const T*, const T*, int64_t);                \
-  template void mse_backward<T>(const OpContext&, T*, const T*, const T*, int64_t, T);
-SL_INSTANTIATE(float)
-SL_INSTANTIATE(double)
-#undef SL_INSTANTIATE
+}  // namespace sl::cpu_ops
 
+namespace sl {
+SL_DEFINE_OPS(SL_OPS_LOSS)
 }  // namespace sl

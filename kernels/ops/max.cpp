@@ -1,5 +1,5 @@
 // The encoder's last layer fused with the max over points, and its sparse backward over the
-// compact argmax rows: CPU bodies and the dispatch to the CUDA ones (max.cu).
+// compact argmax rows: the CPU bodies (the CUDA ones: max.cu).
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -9,15 +9,11 @@
 #include "kernels/ops/cpu_common.h"
 #include "kernels/ops/dispatch.h"
 
-namespace sl {
-
-using namespace sl::cpu;
+namespace sl::cpu_ops {
 
 template <class T>
 void linear_relu_max_forward(const OpContext& c, T* out, int32_t* argmax, const T* in, const T* weight,
                              const T* bias, int B, int P, int C_in, int C_out, T* scratch) {
-  SL_DISPATCH_CUDA(c, T, "linear_relu_max_forward",
-                   cuda_ops::linear_relu_max_forward(c, out, argmax, in, weight, bias, B, P, C_in, C_out, scratch));
   // Row blocks of each sample stream through per-thread memory: [B*P, C_out] is never stored.
   tbb::enumerable_thread_specific<std::vector<T>> tls;
   tbb::parallel_for(0, B, [&](int b) {
@@ -53,14 +49,6 @@ void linear_relu_max_forward(const OpContext& c, T* out, int32_t* argmax, const 
 template <class T>
 int64_t compact_argmax_rows(const OpContext& c, const ArgmaxRows& r, const T* out, const int32_t* argmax, int B,
                             int P, int G) {
-  if (c.on_cuda()) {
-    if constexpr (std::is_same_v<T, float>) {
-      SL_CUDA_BODY("compact_argmax_rows", cuda_ops::compact_argmax_rows(c, r, out, argmax, B, P, G));
-      return argmax_rows_capacity(B, P, G);
-    } else {
-      detail::unsupported_type(c, "compact_argmax_rows", "double");
-    }
-  }
   const int64_t P64 = P;
   // Per sample: mark the argmax rows of active channels, number them in point order.
   tbb::parallel_for(0, B, [&](int b) {
@@ -104,7 +92,6 @@ int64_t compact_argmax_rows(const OpContext& c, const ArgmaxRows& r, const T* ou
 
 template <class T>
 void gather_rows(const OpContext& c, T* dst, const T* src, const int64_t* source, int64_t U, int C) {
-  SL_DISPATCH_CUDA(c, T, "gather_rows", cuda_ops::gather_rows(c, dst, src, source, U, C));
   tbb::parallel_for(int64_t(0), U, [&](int64_t u) {
     if (source[u] >= 0)
       std::memcpy(dst + u * C, src + source[u] * C, sizeof(T) * C);
@@ -117,9 +104,6 @@ template <class T>
 void linear_relu_max_backward(const OpContext& c, T* din, const ArgmaxRows& r, T* dweight, T* dbias, const T* dout,
                               const T* out, const int32_t* argmax, const T* in, const T* weight, int B, int P,
                               int C_in, int C_out) {
-  SL_DISPATCH_CUDA(c, T, "linear_relu_max_backward",
-                   cuda_ops::linear_relu_max_backward(c, din, r, dweight, dbias, dout, out, argmax, in, weight, B, P,
-                                                      C_in, C_out));
   // Weight/bias gradients: each channel block owns its rows of dweight; samples in order.
   for_blocks(C_out, kChannelBlock, [&](int64_t o0, int64_t o1) {
     for (int b = 0; b < B; ++b)
@@ -150,16 +134,8 @@ void linear_relu_max_backward(const OpContext& c, T* din, const ArgmaxRows& r, T
   });
 }
 
-#define SL_INSTANTIATE(T)                                                                                          \
-  template void linear_relu_max_forward<T>(const OpContext&, T*, int32_t*, const T*, const T*, const T*, int, int, \
-                                           int, int, T*);                                                          \
-  template int64_t compact_argmax_rows<T>(const OpContext&, const ArgmaxRows&, const T*, const int32_t*, int, int, \
-                                          int);                                                                    \
-  template void gather_rows<T>(const OpContext&, T*, const T*, const int64_t*, int64_t, int);                      \
-  template void linear_relu_max_backward<T>(const OpContext&, T*, const ArgmaxRows&, T*, T*, const T*, const T*,   \
-                                            const int32_t*, const T*, const T*, int, int, int, int);
-SL_INSTANTIATE(float)
-SL_INSTANTIATE(double)
-#undef SL_INSTANTIATE
+}  // namespace sl::cpu_ops
 
+namespace sl {
+SL_DEFINE_OPS(SL_OPS_MAX)
 }  // namespace sl

@@ -142,11 +142,12 @@ void linear_relu_max_forward(const OpContext& c, float* out, int32_t* argmax, co
   SL_CUDA_CHECK_LAUNCH(max_over_points_kernel);
 }
 
-void compact_argmax_rows(const OpContext& c, const ArgmaxRows& r, const float* out, const int32_t* argmax, int B,
-                         int P, int G) {
+int64_t compact_argmax_rows(const OpContext& c, const ArgmaxRows& r, const float* out, const int32_t* argmax, int B,
+                            int P, int G) {
   const int cap = P < G ? P : G;
   compact_rows_kernel<<<B, kThreads, 0, stream_of(c)>>>(r, out, argmax, P, G, cap);
   SL_CUDA_CHECK_LAUNCH(compact_rows_kernel);
+  return argmax_rows_capacity(B, P, G);  // padded, so the host need not wait for the count
 }
 
 void gather_rows(const OpContext& c, float* dst, const float* src, const int64_t* source, int64_t U, int C) {

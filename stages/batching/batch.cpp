@@ -6,7 +6,7 @@
 
 #include "graph/error.h"
 #include "graph/spec.h"
-#include "stages/device/cuda_host.h"
+#include "stages/batching/pinned_memory.h"
 
 namespace sl {
 

@@ -41,6 +41,7 @@ struct BatchTensor {
 };
 
 class SlotPool;
+struct DeviceBatchHandle;  // stages/device/to_device.h
 
 struct Batch {
   int64_t size = 0;      // samples in this batch (< capacity only for a last, partial batch)
@@ -58,8 +59,9 @@ struct Batch {
   std::shared_ptr<HostBuffer> slot;
   const BatchTensor& tensor(const std::string& name) const;
   float* host(const std::string& name) const { return slot->data() + tensor(name).offset; }
-  // Device copies (set by to_device when the run uses a GPU; null on the CPU backend).
-  std::shared_ptr<void> device;
+  // The batch's copy in a device ring slot (set by to_device when the run uses a GPU, or a host
+  // ring in tests; null otherwise).
+  std::shared_ptr<DeviceBatchHandle> device;
 };
 
 // A fixed set of slots; acquire() returns null when all are out. A slot comes back when the

@@ -13,9 +13,6 @@ struct DeviceChoice {
 // requested: auto | cpu | cuda | cuda:N. Throws sl::Error when a GPU is requested and unusable.
 DeviceChoice choose_device(const std::string& requested);
 
-// `streamline doctor`: versions, devices, what the engine will use, and why.
-std::string doctor_report();
-
 // Number of CUDA devices (0 without CUDA); `why` gets the reason when 0.
 int cuda_device_count(std::string* why);
 

@@ -1,17 +1,13 @@
 // center: moves "context" and every line tensor into a line's frame and records "frame"; the math
 // is stages/geometry/center.{h,cpp}.
-#include <cmath>
-#include <cstdio>
-#include <limits>
-#include <mutex>
+#include <memory>
+#include <string>
+#include <vector>
 
-#include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
 #include "stages/geometry/center.h"
-#include "stages/geometry/crop.h"
-#include "stages/geometry/perturb.h"
-#include "stages/geometry/resample.h"
+#include "stages/geometry/polyline.h"
 
 namespace sl {
 namespace {

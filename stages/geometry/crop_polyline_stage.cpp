@@ -1,20 +1,22 @@
 // crop_polyline: the scene points near the sample's line through a grid index per scene (makes
 // "points"). Thin: the geometry is stages/geometry/crop.{h,cpp}.
+#include <tbb/collaborative_call_once.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <mutex>
-
-#include <tbb/collaborative_call_once.h>
-#include <tbb/task_arena.h>
+#include <utility>
+#include <vector>
 
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/geometry/center.h"
 #include "stages/geometry/crop.h"
-#include "stages/geometry/perturb.h"
-#include "stages/geometry/resample.h"
+#include "stages/geometry/polyline.h"
 
 namespace sl {
 namespace {

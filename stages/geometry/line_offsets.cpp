@@ -19,7 +19,7 @@ std::vector<double> arc_lengths(const std::vector<Vec3d>& v) {
 
 std::vector<std::array<double, 2>> piece_ranges(double length, double max_length) {
   if (max_length <= 0 || length <= max_length) return {{0.0, length}};
-  // The same arithmetic as split_polyline (stages/geometry/perturb.cpp), so the ends agree.
+  // The same arithmetic as split_polyline (stages/geometry/polyline.cpp), so the ends agree.
   const size_t n = (size_t)std::ceil(length / max_length);
   std::vector<std::array<double, 2>> out(n);
   for (size_t k = 0; k < n; ++k) out[k] = {length * (double)k / (double)n, length * (double)(k + 1) / (double)n};

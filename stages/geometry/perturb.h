@@ -1,29 +1,12 @@
-// The line side of a sample: the true line resampled to L points, and a perturbed ("noisy")
-// copy whose offsets back to the true line are the training target.
+// The line side of a sample: a perturbed ("noisy") copy of the true line (resampled to L
+// points, stages/geometry/polyline.h) whose offsets back to the true line are the training
+// target.
 #pragma once
-#include <array>
 #include <cstdint>
-#include <vector>
 
 #include "graph/message.h"
 
 namespace sl {
-
-// [L, 3] points equally spaced by 3D arc length along the polyline; the first and last points
-// are kept exactly. Repeated points (zero-length segments) are skipped over; a line of zero
-// length (or a single point) gives L copies of its first point. Throws sl::Error when L < 2
-// or the line is empty. Spacing is exact up to float rounding (positions are computed in
-// double from the cumulative length and rounded once).
-Tensor resample_polyline(const std::vector<std::array<float, 3>>& points, int L);
-inline Tensor resample_polyline(const Polyline& line, int L) { return resample_polyline(line.points, L); }
-
-// The rows of a line tensor [L,3] as a polyline (for crop and centring around a sample's line).
-inline Polyline polyline_of(const Tensor& line) {
-  Polyline pl;
-  for (int64_t i = 0; i < line.shape[0]; ++i)
-    pl.points.push_back({line.data[i * 3], line.data[i * 3 + 1], line.data[i * 3 + 2]});
-  return pl;
-}
 
 struct PerturbParams {
   float lateral_sigma = 0.3f;   // m, smooth offset perpendicular to the line in xy (per-point std)
@@ -43,13 +26,4 @@ struct PerturbParams {
 void perturb_line(const Tensor& true_line, const PerturbParams& params, uint64_t seed,
                   Tensor* noisy, Tensor* target_offset);
 
-}  // namespace sl
-
-namespace sl {
-// Splits a polyline into ceil(length / max_length) pieces of equal arc length (the original
-// vertices inside each piece kept, the cut points interpolated). max_length <= 0 or a line
-// shorter than it: one piece, the line itself. Long annotated lines (a 90 m lane marking)
-// become samples of a size the network sees well.
-std::vector<std::vector<std::array<float, 3>>> split_polyline(const std::vector<std::array<float, 3>>& points,
-                                                              double max_length);
 }  // namespace sl

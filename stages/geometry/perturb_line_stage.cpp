@@ -1,17 +1,11 @@
 // perturb_line: "true_line", "noisy_line" and "target_offset" [L,3] from "line" (an augmentation);
 // the math is stages/geometry/perturb.{h,cpp}.
-#include <cmath>
-#include <cstdio>
-#include <limits>
-#include <mutex>
+#include <memory>
 
-#include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/geometry/center.h"
-#include "stages/geometry/crop.h"
 #include "stages/geometry/perturb.h"
-#include "stages/geometry/resample.h"
+#include "stages/geometry/polyline.h"
 
 namespace sl {
 namespace {

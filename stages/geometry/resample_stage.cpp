@@ -1,16 +1,10 @@
 // resample: exactly P points per sample (turns "points" into "context" [P,4]); the math is
 // stages/geometry/resample.{h,cpp}.
-#include <cmath>
-#include <cstdio>
-#include <limits>
-#include <mutex>
+#include <memory>
 
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/geometry/center.h"
-#include "stages/geometry/crop.h"
-#include "stages/geometry/perturb.h"
 #include "stages/geometry/resample.h"
 
 namespace sl {

@@ -1,27 +1,13 @@
 // split_lines: one sample per line piece: the scene's lines, long ones cut into equal pieces (Scene
 // -> Sample; makes "line").
-#include <cmath>
-#include <cstdio>
-#include <limits>
-#include <mutex>
+#include <memory>
 
-#include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/geometry/center.h"
-#include "stages/geometry/crop.h"
-#include "stages/geometry/perturb.h"
-#include "stages/geometry/resample.h"
+#include "stages/geometry/polyline.h"
 
 namespace sl {
 namespace {
-
-Tensor line_tensor(const Polyline& l) {
-  Tensor t({(int64_t)l.points.size(), 3});
-  for (size_t i = 0; i < l.points.size(); ++i)
-    for (int c = 0; c < 3; ++c) t.data[i * 3 + c] = l.points[i][c];
-  return t;
-}
 
 // One sample per line piece: lines longer than max_length are cut into equal pieces.
 class SplitLines : public Stage {
@@ -32,8 +18,6 @@ class SplitLines : public Stage {
     for (size_t l = 0; l < scene->lines.size(); ++l) {
       const auto pieces = split_polyline(scene->lines[l].points, max_length_);
       for (size_t k = 0; k < pieces.size(); ++k) {
-        Polyline line;
-        line.points = pieces[k];
         auto s = std::make_shared<Sample>();
         s->scene = scene;
         s->scene_index = scene->ref.scene_index;
@@ -41,7 +25,7 @@ class SplitLines : public Stage {
         s->piece = (int64_t)k;
         s->epoch = pos.epoch;
         s->seed = sample_seed(ctx.seed, pos.epoch, s->scene_index, s->line_index * 4096 + s->piece);
-        s->tensors["line"] = line_tensor(line);
+        s->tensors["line"] = line_tensor(pieces[k]);
         out.emit(std::move(s));
       }
     }

@@ -74,13 +74,4 @@ const char* pcd_data_mode_name(PcdDataMode m);  // "ascii", "binary", "binary_co
 // empty or contains whitespace.
 void write_pcd(const std::string& path, const PointCloud& cloud, PcdDataMode mode);
 
-// LZF (liblzf format, as used by PCD binary_compressed). Exposed for tests.
-// Decompresses in[0, in_size) into out[0, out_cap); returns the number of bytes written.
-// Throws sl::Error (prefixed with `where`) on any malformed input: it never reads or writes
-// outside the two buffers. `in_base_offset` is added to input offsets in error messages.
-size_t lzf_decompress(const uint8_t* in, size_t in_size, uint8_t* out, size_t out_cap,
-                      const std::string& where, size_t in_base_offset = 0);
-// Compresses; the result decompresses to exactly the input. Never fails.
-std::vector<uint8_t> lzf_compress(const uint8_t* in, size_t in_size);
-
 }  // namespace sl

@@ -5,7 +5,13 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
 #include "graph/error.h"
+#include "graph/json_depth.h"
+#include "kernels/checkpoint.h"
 #include "kernels/safetensors.h"
 
 namespace sl {
@@ -151,6 +157,71 @@ std::vector<RankPosition> resume_positions(const TrainState& s, int world, const
               ". Each rank's place in its share of the epoch is recorded, so resume it with " +
               (ranks.size() == 1 ? std::string("one process") : "mpirun -np " + std::to_string(ranks.size())) +
               " (or continue from a checkpoint written at an epoch boundary, which any rank count can resume)");
+}
+
+RunStart read_run_start(const std::string& init, const std::string& resume, const std::string& dir, int world,
+                        uint64_t seed, LineRefiner& model, Adam& adam,
+                        const std::function<void(const std::string&)>& note) {
+  RunStart s;
+  s.ranks.resize((size_t)world);
+  if (!init.empty()) {
+    load_checkpoint(init, model, nullptr, nullptr);  // weights only; Adam starts fresh
+    note("initialised weights from " + init);
+  }
+  if (resume.empty()) return s;
+  const std::string path = resume == "auto" ? latest_checkpoint(dir) : resume;
+  if (path.empty()) {
+    note("resume: auto -- no checkpoint in " + dir + " yet, starting fresh");
+    return s;
+  }
+  std::map<std::string, std::string> meta;
+  load_checkpoint(path, model, &adam, &meta);
+  const TrainState st = read_train_metadata(path, meta, seed);
+  s.ranks = resume_positions(st, world, path);
+  s.step = st.step;
+  s.epoch = st.epoch;
+  s.resumed_from = path;
+  const RankPosition& r0 = s.ranks[0];
+  note("resumed from " + path + " at step " + std::to_string(s.step) + ", epoch " + std::to_string(r0.position.epoch) +
+       ", item " + std::to_string(r0.position.index) + (r0.skip ? " (+" + std::to_string(r0.skip) + " samples)" : "") +
+       (world > 1 ? " on rank 0" : ""));
+  return s;
+}
+
+std::string recorded_pipeline(const std::string& json, const std::string& trainer_id, const std::string& where) {
+  check_json_depth(json, where);  // the run's resolved pipeline: checked when it was read
+  rapidjson::Document d;
+  d.Parse(json.c_str());
+  for (auto& s : d["stages"].GetArray()) {
+    if (std::string(s["id"].GetString()) != trainer_id) continue;
+    s["params"]["resume"].SetNull();
+    s["params"]["max_steps"].SetInt(0);
+  }
+  rapidjson::StringBuffer sb;
+  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+  d.Accept(w);
+  return sb.GetString();
+}
+
+void CheckpointWriter::save(Comm& comm, int world, bool rank0, const LineRefiner& model, const Adam& adam,
+                            TrainState st, const std::string& pipeline_json) {
+  const std::string path = dir_ + "/" + checkpoint_name(st.step);
+  st.world = world;
+  st.ranks = gather_rank_positions(comm, world, RankPosition{st.position, st.skip});
+  std::string err;
+  if (rank0) {
+    try {
+      save_checkpoint(path, model, &adam, train_metadata(st, pipeline_json));
+    } catch (const std::exception& e) {  // any failure, so the exchange below always runs
+      err = e.what();
+    }
+  }
+  if (world > 1 && any_rank_failed(comm, !err.empty()) && err.empty()) err = "rank 0 could not write " + path;
+  if (!err.empty())
+    throw Error(err + " (checkpoint at step " + std::to_string(st.step) + " not written" + resume_hint(dir_) + ")");
+  if (!rank0) return;
+  last_saved_ = path;
+  prune_checkpoints(dir_, keep_);
 }
 
 std::vector<ParamSpec> model_param_specs() {

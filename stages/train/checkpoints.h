@@ -3,13 +3,17 @@
 // continues at the same place, and the model widths a file was trained with.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "graph/comm.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
+#include "kernels/adam.h"
 #include "kernels/model.h"
+#include "stages/train/ranks.h"
 
 namespace sl {
 
@@ -24,16 +28,6 @@ std::string latest_checkpoint(const std::string& dir);
 std::string resume_hint(const std::string& dir);
 // Removes all but the newest `keep` (keep <= 0: removes none).
 void prune_checkpoints(const std::string& dir, int64_t keep);
-
-// Where one rank's data stood: the next source item of its share and the samples of that item
-// already trained.
-struct RankPosition {
-  Position position;
-  int64_t skip = 0;
-  bool operator==(const RankPosition& o) const {
-    return position.epoch == o.position.epoch && position.index == o.position.index && skip == o.skip;
-  }
-};
 
 // Where a train_step checkpoint left the run.
 struct TrainState {
@@ -57,6 +51,43 @@ TrainState read_train_metadata(const std::string& path, const std::map<std::stri
 // (every rank at the start of the same epoch: the next epoch's order is dealt anew), else an
 // sl::Error naming the file, the recorded rank count and what to do.
 std::vector<RankPosition> resume_positions(const TrainState& s, int world, const std::string& path);
+
+// ---- a running train_step's checkpoints -------------------------------------------------------
+// Where a run starts, read by rank 0: `init` (weights only; Adam starts fresh) and `resume` (a
+// checkpoint, or "auto": the newest in `dir`; none yet: a fresh start), for a run of `world`
+// ranks with `seed`. Each finding is said through `note`.
+struct RunStart {
+  int64_t step = 0, epoch = 0;
+  std::vector<RankPosition> ranks;  // world entries
+  std::string resumed_from;         // the checkpoint read ("" when none)
+};
+RunStart read_run_start(const std::string& init, const std::string& resume, const std::string& dir, int world,
+                        uint64_t seed, LineRefiner& model, Adam& adam,
+                        const std::function<void(const std::string&)>& note);
+
+// The pipeline a checkpoint records: the run's resolved one without what differs between an
+// interrupted-and-resumed run and an uninterrupted one (the trainer's resume and max_steps).
+std::string recorded_pipeline(const std::string& pipeline_json, const std::string& trainer_id,
+                              const std::string& where);
+
+// Rank 0 writes dir/step_<N>.safetensors atomically with the state of every rank, keeps the
+// newest `keep`; a write that fails ends the run on every rank with an sl::Error naming the
+// checkpoint to resume from.
+class CheckpointWriter {
+ public:
+  CheckpointWriter(std::string dir, int64_t keep) : dir_(std::move(dir)), keep_(keep) {}
+  // Every rank calls it at the same step (rank positions and the outcome are exchanged); st's
+  // ranks are filled in here.
+  void save(Comm& comm, int world, bool rank0, const LineRefiner& model, const Adam& adam, TrainState st,
+            const std::string& pipeline_json);
+  const std::string& dir() const { return dir_; }
+  const std::string& last_saved() const { return last_saved_; }
+
+ private:
+  std::string dir_;
+  int64_t keep_;
+  std::string last_saved_;
+};
 
 // The train_step "model" object: its schema and the widths it describes.
 std::vector<ParamSpec> model_param_specs();

@@ -11,7 +11,7 @@
 #include "kernels/safetensors.h"
 #include "stages/geometry/center.h"
 #include "graph/stage.h"
-#include "stages/geometry/perturb.h"
+#include "stages/geometry/polyline.h"
 #include "stages/io/origin.h"
 #include "stages/train/checkpoints.h"
 

@@ -1,14 +1,11 @@
-// Refinement error in metres: how far the points of a line are from the true line.
+// Refinement error over an evaluation: the line error (kernels/line_error.h) of the perturbed
+// input and of the refined line, summed over the validation lines.
 #pragma once
 #include <cstdint>
 
+#include "kernels/line_error.h"
+
 namespace sl {
-
-// Distance of point p (3 floats) to the polyline `line` [n,3] (segments), in metres.
-double point_to_polyline(const float* p, const float* line, int64_t n);
-
-// Mean over the L points of `pts` [L,3] of their distance to `truth` [L,3] (as a polyline).
-double mean_line_error(const float* pts, const float* truth, int64_t L);
 
 struct RefineStats {
   int64_t lines = 0, improved = 0;

@@ -6,7 +6,7 @@
 
 #include "graph/error.h"
 #include "stages/geometry/line_offsets.h"
-#include "stages/geometry/perturb.h"
+#include "stages/geometry/polyline.h"
 
 namespace sl {
 namespace {

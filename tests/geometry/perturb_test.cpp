@@ -5,50 +5,8 @@
 
 #include "graph/error.h"
 #include "stages/geometry/perturb.h"
+#include "stages/geometry/polyline.h"
 #include "stages/geometry/rng.h"
-
-namespace {
-// Arc-length coordinate of a point known to lie on the polyline: nearest segment, projected.
-double arc_coord(const std::vector<std::array<float, 3>>& p, const float* q) {
-  double best = 1e30, best_s = 0, cum = 0;
-  for (size_t i = 0; i + 1 < p.size(); ++i) {
-    double d[3], e[3], len2 = 0, dot = 0;
-    for (int c = 0; c < 3; ++c) d[c] = (double)p[i + 1][c] - p[i][c], e[c] = (double)q[c] - p[i][c];
-    for (int c = 0; c < 3; ++c) len2 += d[c] * d[c], dot += d[c] * e[c];
-    const double t = len2 > 0 ? std::clamp(dot / len2, 0.0, 1.0) : 0.0;
-    double dist2 = 0;
-    for (int c = 0; c < 3; ++c) dist2 += (e[c] - t * d[c]) * (e[c] - t * d[c]);
-    if (dist2 < best) best = dist2, best_s = cum + t * std::sqrt(len2);
-    cum += std::sqrt(len2);
-  }
-  return best_s;
-}
-}  // namespace
-
-TEST(Perturb, ResampledPointsAreEquallySpacedByArcLengthWithRepeatedVertices) {
-  // A bent 3D line with repeated vertices and uneven vertex spacing. Total length 5+1+3+sqrt(2).
-  std::vector<std::array<float, 3>> p{{0, 0, 0}, {3, 4, 0}, {3, 4, 0}, {3, 4, 1}, {3, 4, 1},
-                                      {6, 4, 1}, {7, 5, 1}};
-  const double total = 5 + 1 + 3 + std::sqrt(2.0);
-  for (int L : {2, 3, 7, 32, 100}) {
-    const auto t = sl::resample_polyline(p, L);
-    ASSERT_EQ(t.shape, (std::vector<int64_t>{L, 3}));
-    for (int c = 0; c < 3; ++c) {
-      EXPECT_EQ(t.data[c], p.front()[c]);               // first point kept exactly
-      EXPECT_EQ(t.data[3 * (L - 1) + c], p.back()[c]);  // last point kept exactly
-    }
-    // Tolerance: 1e-5 m on a ~10 m line (float rounding of the coordinates, ~1 ulp at 8).
-    for (int k = 0; k < L; ++k)
-      EXPECT_NEAR(arc_coord(p, &t.data[3 * k]), total * k / (L - 1), 1e-5) << "L " << L << " k " << k;
-  }
-}
-
-TEST(Perturb, ZeroLengthOrSinglePointLineGivesCopiesAndBadLIsAnError) {
-  const auto t = sl::resample_polyline(std::vector<std::array<float, 3>>{{1, 2, 3}, {1, 2, 3}}, 4);
-  for (int k = 0; k < 4; ++k) EXPECT_EQ(t.data[3 * k + 1], 2.f);
-  EXPECT_THROW(sl::resample_polyline(std::vector<std::array<float, 3>>{{1, 2, 3}}, 1), sl::Error);
-  EXPECT_THROW(sl::resample_polyline(std::vector<std::array<float, 3>>{}, 8), sl::Error);
-}
 
 TEST(Perturb, TargetIsExactlyTrueMinusNoisyAndSeedReproducible) {
   sl::Rng rng(11);

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <random>
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
@@ -258,6 +261,24 @@ TEST(Registry, BuiltinsListWithSchemasAsTextAndJson) {
   ASSERT_FALSE(d.HasParseError());
   ASSERT_TRUE(d.IsArray());
   EXPECT_GE(d.Size(), 7u);
+}
+
+// Float defaults as a person writes them (0.3, not 0.29999999999999999), reading back to the
+// same double; whole numbers stay JSON integers, as the resolved pipelines have always had them.
+TEST(Registry, FloatDefaultsAreTheShortestTextThatReadsBackTheSameDouble) {
+  EXPECT_EQ(p_float("a", 0.3, "d").default_json, "0.3");
+  EXPECT_EQ(p_float("a", 1e-8, "d").default_json, "1e-08");
+  EXPECT_EQ(p_float("a", 0.001, "d").default_json, "0.001");
+  EXPECT_EQ(p_float("a", 10, "d").default_json, "10");
+  EXPECT_EQ(p_float("a", -1e9, "d").default_json, "-1000000000");
+  EXPECT_EQ(p_float("a", 1.0 / 255, "d").default_json, "0.00392156862745098");
+  EXPECT_HAS(StageRegistry::instance().to_text(), "lateral_sigma (float, default 0.3)");
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 1000; ++i) {
+    const double v = std::ldexp(double(rng() >> 11) / double(1ull << 53), int(rng() % 80) - 40) * (i % 2 ? 1 : -1);
+    const std::string t = p_float("a", v, "d").default_json;
+    EXPECT_EQ(std::strtod(t.c_str(), nullptr), v) << t;
+  }
 }
 
 TEST(Registry, DidYouMeanPicksTheNearestNameOnly) {

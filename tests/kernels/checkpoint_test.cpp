@@ -190,17 +190,10 @@ TEST(Checkpoint, LoadsIntoPyTorchStrictlyAndPredictsTheSame) {
   f.tensors["output.pred"] = st_view_f32(pred.data(), {B, L, 3});
   write_safetensors(io, f);
 
-  const std::string cmd = "/usr/bin/python3 " + std::string(SL_SOURCE_DIR) + "/tests/kernels/torch_load_checkpoint.py " +
-                          ckpt + " " + io + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
   std::string out;
-  char buf[512];
-  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = ::pclose(p);
-  ASSERT_TRUE(WIFEXITED(status)) << out;
-  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << out;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  const int status = test::run_python_check("torch_load_checkpoint.py", ckpt + " " + io, &out);
+  if (status == 77) GTEST_SKIP() << out;
+  EXPECT_EQ(status, 0) << out;
   EXPECT_NE(out.find("STRICT LOAD OK"), std::string::npos) << out;
 }
 

@@ -297,7 +297,7 @@ TEST(KernelMse, ValueAndBackwardMatchFiniteDifferences) {
   auto p = random_vec<double>(12, 90), tt = random_vec<double>(12, 91);
   auto loss = [&] { return mse_forward_reference(p.data(), tt.data(), 12); };
   std::vector<double> dp(12, 0.0);
-  mse_backward(kCpu, dp.data(), p.data(), tt.data(), 12);
+  mse_backward(kCpu, dp.data(), p.data(), tt.data(), 12, 1.0);
   EXPECT_LT(rel_err(dp, numeric_grad(p, loss)), kFdTol);
   EXPECT_DOUBLE_EQ(dp[3], 2 * (p[3] - tt[3]) / 12);
 }

@@ -1,7 +1,10 @@
 // Helpers shared by the kernel tests.
 #pragma once
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -45,6 +48,19 @@ inline std::vector<double> numeric_grad(std::vector<double>& x, const std::funct
     g[i] = (fp - fm) / (2 * h);
   }
   return g;
+}
+
+// Runs a test script of this tree (tests/kernels/NAME) with Debian's python3, its stdout and
+// stderr into *out. Returns its exit status; -1 when it did not exit normally. Such scripts exit
+// 77 when what they need (torch) is missing: the caller skips, saying so.
+inline int run_python_check(const std::string& name, const std::string& args, std::string* out) {
+  const std::string cmd = "/usr/bin/python3 " + std::string(SL_SOURCE_DIR) + "/tests/kernels/" + name + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  char buf[512];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out->append(buf, n);
+  const int status = ::pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 inline double dot(const std::vector<double>& a, const std::vector<double>& b) {

@@ -15,8 +15,7 @@ except ImportError as e:
     sys.exit(77)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-from check_pytorch_parity import read_safetensors  # noqa: E402
-from pytorch_train_cpu import LineRefiner  # noqa: E402
+from line_refiner import LineRefiner, read_safetensors  # noqa: E402
 
 
 def main():

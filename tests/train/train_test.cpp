@@ -18,6 +18,7 @@
 #include "kernels/checkpoint.h"
 #include "kernels/safetensors.h"
 #include "stages/geometry/perturb.h"
+#include "stages/geometry/polyline.h"
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"
 #include "stages/train/infer.h"
@@ -157,6 +158,24 @@ TEST_F(TrainRun, UnwritableCheckpointFolderFailsBeforeTraining) {
 
 // The evaluations inside a run (after epoch 2 of 3, and at the end) report what an evaluation of
 // the final checkpoint on its own reports: same lines, same errors.
+// loss_avg is the mean since the previous line, quiet or not: with a line every step it is that
+// step's loss (a quiet run once kept summing from the start).
+TEST_F(TrainRun, MetricsLossAvgIsTheMeanSinceThePreviousLineAlsoWhenQuiet) {
+  auto r = train(dir("loss_avg"), 1, {"train.log.every_steps=1", "epochs=1"});
+  ASSERT_TRUE(r.ok) << r.error;
+  std::istringstream metrics(read_file(dir("loss_avg") + "/metrics.jsonl"));
+  int lines = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    rapidjson::Document d;
+    d.Parse(line.c_str());
+    ASSERT_FALSE(d.HasParseError()) << line;
+    if (std::string(d["type"].GetString()) != "train") continue;
+    EXPECT_EQ(d["loss_avg"].GetDouble(), d["loss"].GetDouble()) << line;
+    ++lines;
+  }
+  EXPECT_GT(lines, 2);
+}
+
 TEST_F(TrainRun, EvalInsideTheRunMatchesAnEvaluationOfTheFinalCheckpoint) {
   auto r = train(dir("eval"), 2);
   ASSERT_TRUE(r.ok) << r.error;

@@ -1,0 +1,130 @@
+#include "stages/train/step_core.h"
+
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "graph/error.h"
+#include "kernels/cuda/runtime.h"
+#include "stages/device/copy_engine.h"
+#include "stages/device/memory_plan.h"
+#include "stages/device/to_device.h"
+
+namespace sl {
+
+StepCore::StepCore(const ModelConfig& cfg, const AdamConfig& adam, const Backend& backend, Precision precision,
+                   uint64_t seed)
+    : cfg_(cfg), backend_(backend) {
+  model_ = std::make_unique<LineRefiner>(cfg, seed, backend, precision);
+  adam_ = std::make_unique<Adam>(model_->num_params(), adam, backend);
+  if (backend.is_cuda()) host_model_ = std::make_unique<LineRefiner>(cfg, 0);
+}
+
+StepCore::~StepCore() = default;
+
+void StepCore::sync_steps(Comm& comm, int accumulate) { sync_ = std::make_unique<GradSync>(comm, *model_, accumulate); }
+
+void StepCore::prepare(const Batch& first, bool quiet) {
+  const int B = (int)first.capacity, P = (int)first.tensor("context").shape[1],
+            L = (int)first.tensor("noisy_line").shape[1];
+  if (!backend_.is_cuda()) {
+    model_->prepare(B, P, L);
+    return;
+  }
+#ifndef SL_WITH_CUDA
+  (void)quiet;
+  throw Error("train_step on " + backend_.name() + ": this build has no CUDA backend");
+#else
+  if (!first.device) throw Error("train_step on a GPU needs batches from a to_device stage (none before it?)");
+  ring_ = first.device->ring;
+  MemoryPlan plan = plan_memory(cfg_, B, P, L, ring_->slots(), 0);
+  if (!quiet) std::fprintf(stderr, "GPU memory plan (B=%d, P=%d, L=%d):\n%s", B, P, L, plan.to_text().c_str());
+  try {
+    model_->prepare(B, P, L);
+  } catch (const Error& e) {
+    model_.reset();  // measure what is free without this model's own buffers
+    adam_.reset();
+    size_t free_b = 0, total_b = 0;
+    cuda::mem_info(backend_.device, &free_b, &total_b);
+    free_b += ring_->device_bytes();  // the plan counts the ring too
+    const size_t margin = 256ull << 20;
+    const int fits = largest_batch_that_fits(cfg_, P, L, ring_->slots(), free_b > margin ? free_b - margin : 0);
+    throw Error(std::string(e.what()) + "\nGPU memory plan for batch.size " + std::to_string(B) + ":\n" +
+                plan.to_text() + "free on " + backend_.name() + " without this model: " +
+                std::to_string(free_b >> 20) + " MiB of " + std::to_string(total_b >> 20) +
+                " MiB; the largest batch.size that fits: " + std::to_string(fits));
+  }
+#endif
+}
+
+StepCore::Inputs StepCore::read(const Batch& b) {
+  if (b.device) {
+    // A batch in a ring slot: copied into the model's fixed inputs on the model's own stream and
+    // this thread (nothing is enqueued on a stream another thread could be capturing; the wait
+    // is a live dependency, not part of the graph); the slot may be refilled once that copy ran.
+    DeviceBatchHandle& h = *b.device;
+    const DeviceBatch& d = *h.batch;
+    void* st = model_->context().stream;
+    h.wait_copied(st);
+    model_->load_inputs(d.context, d.noisy_line, d.target_offset, d.B);
+    h.release(st);
+    return {model_->input_context(), model_->input_noisy(), model_->input_target(), d.B, true};
+  }
+  if (backend_.is_cuda()) throw Error("train_step on a GPU needs batches from a to_device stage (none before it?)");
+  return {b.host("context"), b.host("noisy_line"), b.host("target_offset"), (int)b.size, false};
+}
+
+bool StepCore::train(const Batch& b, Trace* trace) {
+  TraceScope ts(trace, sync_ ? "train.forward_backward" : b.device ? "train.step.enqueue" : "train.step", "compute");
+  const int P = (int)b.tensor("context").shape[1], L = (int)b.tensor("noisy_line").shape[1];
+  const Inputs in = read(b);
+  if (sync_) {
+    sync_->add(in.B, model_->forward_backward(in.context, in.noisy_line, in.target_offset, in.B, P, L));
+    return false;
+  }
+  if (in.fixed)
+    model_->step_inputs(in.B, *adam_);
+  else
+    model_->step(in.context, in.noisy_line, in.target_offset, in.B, P, L, *adam_);
+  return true;
+}
+
+GradSync::Outcome StepCore::exchange(bool contribute, bool stop) {
+  const GradSync::Outcome o = sync_->exchange(contribute, stop);
+  if (!o.stop && o.samples > 0) adam_->step(model_->context(), model_->param_data(), model_->grad_data());
+  return o;
+}
+
+void StepCore::request_loss(int64_t step, bool log_step) {
+  if (!backend_.is_cuda()) {
+    model_->request_loss();
+  } else if (log_step && !model_->loss_pending()) {
+    model_->request_loss();
+    requested_step_ = step;
+  }
+}
+
+void StepCore::request_loss_now(int64_t step) {
+  if (!model_ || model_->capacity() == 0 || model_->loss_pending()) return;
+  model_->request_loss();
+  requested_step_ = step;
+}
+
+bool StepCore::take_loss(LossRead* r, bool wait) {
+  if (!model_ || !model_->loss_pending()) return false;
+  float mean = NAN, last = NAN;
+  int n = 0;
+  if (!model_->poll_loss(&mean, &last, &n, wait) || n == 0) return false;
+  *r = {requested_step_, last, mean, !backend_.is_cuda()};
+  return true;
+}
+
+const LineRefiner& StepCore::weights_on_host() {
+  if (!host_model_ || !model_ || model_->capacity() == 0) return *host_model();
+  std::vector<float> w(model_->num_params());
+  model_->download_params(w.data());
+  host_model_->upload_params(w.data());
+  return *host_model_;
+}
+
+}  // namespace sl
