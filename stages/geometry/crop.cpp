@@ -1,6 +1,7 @@
 #include "stages/geometry/crop.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 
@@ -8,8 +9,12 @@
 #include <immintrin.h>
 #endif
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include "graph/error.h"
 #include "graph/memory.h"
+#include "graph/parallel.h"
 #include "stages/geometry/crop_kernel.h"
 
 namespace sl {
@@ -214,8 +219,17 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
   if (n > UINT32_MAX) fail("GridIndex::build", "more than 2^32-1 points");
   auto g = std::make_shared<GridIndex>();
   g->cloud_size_ = n;
-  float xmin, xmax, ymin, ymax;
-  finite_bbox(c.x, c.y, c.z, n, &xmin, &xmax, &ymin, &ymax);
+  float xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
+  {
+    // Per block, then combined: min and max are exact, so any split gives the same box.
+    std::vector<std::array<float, 4>> box(part_count(n));
+    parallel_parts(n, [&](size_t a, size_t b) {
+      auto& k = box[a / kPartSize];
+      finite_bbox(c.x + a, c.y + a, c.z + a, b - a, &k[0], &k[1], &k[2], &k[3]);
+    });
+    for (const auto& b : box)
+      xmin = std::min(xmin, b[0]), xmax = std::max(xmax, b[1]), ymin = std::min(ymin, b[2]), ymax = std::max(ymax, b[3]);
+  }
   if (!(xmin <= xmax)) xmin = xmax = ymin = ymax = 0;  // no finite point: a 1x1 empty grid
   // The grid's size in double: an extent near the float range (or a huge one over a tiny cell)
   // must neither overflow nor loop; the cell doubles until the grid has at most kMaxCells.
@@ -263,8 +277,7 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
   // decisions).
   constexpr size_t kChunk = 256;
   constexpr uint32_t kSkip = UINT32_MAX;  // a point with a non-finite coordinate
-  uint32_t bucket[kChunk];
-  auto buckets = [&](size_t i0, size_t cnt) {
+  auto buckets = [&](size_t i0, size_t cnt, uint32_t* bucket) {
     size_t j = 0;
 #if defined(__x86_64__)
     {
@@ -302,13 +315,23 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
   // Consecutive points of a scan or a tile mostly share a bucket: both passes work on runs of
   // one bucket, so that a counter is not incremented through memory once per point (each
   // increment of the same counter waits for the previous store: ~20% of the build in `perf`).
-  std::vector<uint32_t> first(n_tiles + 1, 0);
-  {
-    uint32_t* const cnt_of = first.data() + 1;
+  //
+  // A large cloud is cut into parts of consecutive points (graph/parallel.h) that count and
+  // scatter in parallel: part k writes bucket b's points after those of parts 0..k-1, so ids stay
+  // ascending within a bucket and the index is the same whatever the thread count; a small
+  // cloud is one part.
+  const size_t n_blocks = part_count(n);
+  // counts[k * (n_tiles + 1) + b]: part k's points in bucket b; then, after the prefix pass,
+  // where part k writes its first point of bucket b.
+  const size_t row = n_tiles + 1;
+  std::vector<uint32_t> counts(n_blocks * row, 0);
+  parallel_parts(n, [&](size_t lo, size_t hi) {
+    uint32_t bucket[kChunk];
+    uint32_t* const cnt_of = counts.data() + lo / kPartSize * row;
     uint32_t prev = kSkip, run = 0;
-    for (size_t i0 = 0; i0 < n; i0 += kChunk) {
-      const size_t cnt = std::min(kChunk, n - i0);
-      buckets(i0, cnt);
+    for (size_t i0 = lo; i0 < hi; i0 += kChunk) {
+      const size_t cnt = std::min(kChunk, hi - i0);
+      buckets(i0, cnt, bucket);
       for (size_t j = 0; j < cnt; ++j) {
         const uint32_t bk = bucket[j];
         if (bk != prev) {
@@ -319,20 +342,32 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
       }
     }
     if (prev != kSkip) cnt_of[prev] += run;
+  });
+  // first[b]: where bucket b starts; each block's count becomes its write cursor.
+  std::vector<uint32_t> first(n_tiles + 1, 0);
+  {
+    uint32_t at = 0;
+    for (size_t b = 0; b < n_tiles; ++b) {
+      first[b] = at;
+      for (size_t k = 0; k < n_blocks; ++k) {
+        const uint32_t c = counts[k * row + b];
+        counts[k * row + b] = at, at += c;
+      }
+    }
+    first[n_tiles] = at;
   }
-  for (size_t t = 1; t <= n_tiles; ++t) first[t] += first[t - 1];
   const size_t m = first[n_tiles];
   // Padded with zeros: the kernels may load up to kPad ids past the last one.
   g->ids_.allocate(m + kPad);
   uint32_t* const ids = g->ids_.data();
   std::fill(ids + m, ids + m + kPad, 0u);
-  {
-    std::vector<uint32_t> cursor(first.begin(), first.end() - 1);
-    uint32_t* const cur = cursor.data();
+  parallel_parts(n, [&](size_t lo, size_t hi) {
+    uint32_t bucket[kChunk];
+    uint32_t* const cur = counts.data() + lo / kPartSize * row;
     uint32_t prev = kSkip, at = 0;  // the current run's bucket and its write position
-    for (size_t i0 = 0; i0 < n; i0 += kChunk) {
-      const size_t cnt = std::min(kChunk, n - i0);
-      buckets(i0, cnt);
+    for (size_t i0 = lo; i0 < hi; i0 += kChunk) {
+      const size_t cnt = std::min(kChunk, hi - i0);
+      buckets(i0, cnt, bucket);
       for (size_t j = 0; j < cnt; ++j) {
         const uint32_t bk = bucket[j];
         if (bk != prev) {
@@ -344,34 +379,37 @@ std::shared_ptr<const GridIndex> GridIndex::build(const PointCloud& cloud, float
       }
     }
     if (prev != kSkip) cur[prev] = at;
-  }
+  });
   uint32_t* const start = g->start_.data();
   start[n_tiles * per_tile] = (uint32_t)m;
   if (sh == 0) {
     std::copy(first.begin(), first.end() - 1, start);
   } else {
-    // Level 2: each tile, copied aside, back in cell order.
-    size_t biggest = 0;
-    for (size_t t = 0; t < n_tiles; ++t) biggest = std::max<size_t>(biggest, first[t + 1] - first[t]);
-    // The local slot of each point of a tile is computed once (from the cloud through its id)
-    // and kept beside the copied ids.
-    std::vector<uint32_t> t_ids(biggest), t_slot(biggest), local(per_tile);
-    for (size_t t = 0; t < n_tiles; ++t) {
-      const uint32_t a = first[t], len = first[t + 1] - first[t];
-      uint32_t* const st = start + t * per_tile;
-      std::fill(local.begin(), local.end(), 0u);
-      for (uint32_t j = 0; j < len; ++j) {
-        const uint32_t id = ids[a + j];
-        t_ids[j] = id;
-        ++local[t_slot[j] = (uint32_t)(slot_of(px[id], py[id]) & (per_tile - 1))];
+    // Level 2: each tile, copied aside, back in cell order; tiles are independent, so in
+    // parallel, each range of tiles with scratch of its own.
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, n_tiles, 16), [&](const tbb::blocked_range<size_t>& r) {
+      size_t biggest = 0;
+      for (size_t t = r.begin(); t < r.end(); ++t) biggest = std::max<size_t>(biggest, first[t + 1] - first[t]);
+      // The local slot of each point of a tile is computed once (from the cloud through its
+      // id) and kept beside the copied ids.
+      std::vector<uint32_t> t_ids(biggest), t_slot(biggest), local(per_tile);
+      for (size_t t = r.begin(); t < r.end(); ++t) {
+        const uint32_t a = first[t], len = first[t + 1] - first[t];
+        uint32_t* const st = start + t * per_tile;
+        std::fill(local.begin(), local.end(), 0u);
+        for (uint32_t j = 0; j < len; ++j) {
+          const uint32_t id = ids[a + j];
+          t_ids[j] = id;
+          ++local[t_slot[j] = (uint32_t)(slot_of(px[id], py[id]) & (per_tile - 1))];
+        }
+        uint32_t at = a;
+        for (size_t l = 0; l < per_tile; ++l) {
+          const uint32_t k = local[l];
+          st[l] = local[l] = at, at += k;  // the slot's start, and its write cursor
+        }
+        for (uint32_t j = 0; j < len; ++j) ids[local[t_slot[j]]++] = t_ids[j];
       }
-      uint32_t at = a;
-      for (size_t l = 0; l < per_tile; ++l) {
-        const uint32_t k = local[l];
-        st[l] = local[l] = at, at += k;  // the slot's start, and its write cursor
-      }
-      for (uint32_t j = 0; j < len; ++j) ids[local[t_slot[j]]++] = t_ids[j];
-    }
+    });
   }
   return g;
 }

@@ -1,9 +1,11 @@
 // crop_polyline: the scene points near the sample's line through a grid index per scene (makes
 // "points"). Thin: the geometry is stages/geometry/crop.{h,cpp}.
+#include <tbb/collaborative_call_once.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
-#include <future>
+#include <cmath>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -21,10 +23,10 @@ namespace {
 
 // The grid index of a scene, built once and shared by all of its lines (and by every epoch
 // while the decoded cloud stays in the scene cache): keyed by the cloud object. Exactly one
-// thread builds a scene's index; a crop thread that needs it meanwhile waits for that build
-// rather than making a second copy (on a 20 M-point tile two concurrent builds held two copies
-// of the index at once).
-// Crop threads working on other scenes do not wait: the build runs outside the lock.
+// thread builds a scene's index, in parallel; a crop thread that needs it meanwhile helps with
+// that build rather than making a second copy (on a 20 M-point tile two concurrent builds held
+// two copies of the index at once) or sitting idle. Crop threads working on other scenes do not
+// wait: the build runs outside the lock.
 //
 // The per-sample path takes no lock and writes no shared line: each thread remembers the last
 // index it used (a cache line of its own), and a sample of the same scene, the common case,
@@ -58,9 +60,14 @@ class IndexCache {
     const GridIndex* index = nullptr;
   };
 
+  // One entry per live cloud: its index, built under a collaborative once-flag.
+  struct Entry {
+    tbb::collaborative_once_flag built;
+    std::shared_ptr<const GridIndex> index;
+  };
+
   std::shared_ptr<const GridIndex> shared(const std::shared_ptr<const PointCloud>& cloud, float cell) {
-    std::shared_future<std::shared_ptr<const GridIndex>> ready;
-    std::promise<std::shared_ptr<const GridIndex>> mine;
+    std::shared_ptr<Entry> e;
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto it = entries_.begin(); it != entries_.end();) {
@@ -69,31 +76,21 @@ class IndexCache {
           it = entries_.erase(it);  // that cloud is gone (scene done, not cached)
           continue;
         }
-        if (c == cloud) ready = it->second;
+        if (c == cloud) e = it->second;
         ++it;
       }
-      if (!ready.valid()) entries_.emplace_back(cloud, mine.get_future().share());
+      if (!e) entries_.emplace_back(cloud, e = std::make_shared<Entry>());
     }
-    if (ready.valid()) return ready.get();  // built, or being built by another thread (rethrows its error)
-    try {
-      auto built = GridIndex::build(*cloud, cell);
-      mine.set_value(built);
-      return built;
-    } catch (...) {
-      mine.set_exception(std::current_exception());
-      std::lock_guard<std::mutex> lock(mu_);  // a later sample of this scene may try again
-      for (auto it = entries_.begin(); it != entries_.end(); ++it)
-        if (it->first.lock() == cloud) {
-          entries_.erase(it);
-          break;
-        }
-      throw;
-    }
+    // One thread builds; a crop thread that needs the same index meanwhile joins the build's
+    // parallel loops instead of blocking (the build of a 20 M-point tile uses every thread of
+    // the stage). If the build throws, the flag stays unset and the next sample tries again.
+    tbb::collaborative_call_once(e->built, [&] { e->index = GridIndex::build(*cloud, cell); });
+    return e->index;
   }
 
   std::vector<Memo> memo_;  // one per TBB thread index
   std::mutex mu_;
-  std::vector<std::pair<std::weak_ptr<const PointCloud>, std::shared_future<std::shared_ptr<const GridIndex>>>> entries_;
+  std::vector<std::pair<std::weak_ptr<const PointCloud>, std::shared_ptr<Entry>>> entries_;
 };
 
 // The scene points within a horizontal radius of a line of the sample: by default the noisy

@@ -8,6 +8,7 @@
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "graph/parallel.h"
 #include "stages/io/formats.h"
 #include "stages/io/mapped_file.h"
 
@@ -177,7 +178,8 @@ Vec3d las_auto_origin(const Vec3d& offset, const Bounds& world) {
   return near ? offset : grid_origin(world);
 }
 
-PointCloud parse_las(const char* d, size_t size, const std::string& path, const DecodeOptions& opt, DecodeInfo* info) {
+PointCloud parse_las(const char* d, size_t size, const std::string& path, const DecodeOptions& opt, DecodeInfo* info,
+                     const MappedFile* mapped) {
   const LasHeader h = parse_las_header(d, size, path);
   if (h.copc)
     fail(path, "a COPC file (cloud-optimized point cloud: LAS 1.4 with LASzip-compressed points) cannot be read here; " +
@@ -193,18 +195,29 @@ PointCloud parse_las(const char* d, size_t size, const std::string& path, const 
   cloud.columns.assign(4, std::vector<float>(n));
   float* col[4] = {cloud.columns[0].data(), cloud.columns[1].data(), cloud.columns[2].data(), cloud.columns[3].data()};
   // X, Y, Z go into the columns as their int32 bits first (one pass over the file, the integer
-  // bounds on the way); they become local floats once the origin is known.
-  int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
-  for (size_t i = 0; i < n; ++i) {
-    const char* r = base + i * L;
-    int32_t xyz[3];
-    std::memcpy(xyz, r, 12);
-    for (int a = 0; a < 3; ++a) {
-      lo[a] = std::min(lo[a], xyz[a]), hi[a] = std::max(hi[a], xyz[a]);
-      std::memcpy(col[a] + i, &xyz[a], 4);
+  // bounds on the way); they become local floats once the origin is known. Both passes run in
+  // parts on all threads (graph/parallel.h); each part's file pages are released once read.
+  struct IntBox {
+    int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
+  };
+  std::vector<IntBox> boxes(part_count(n));
+  parallel_parts(n, [&](size_t i0, size_t i1) {
+    IntBox& b = boxes[i0 / kPartSize];
+    for (size_t i = i0; i < i1; ++i) {
+      const char* r = base + i * L;
+      int32_t xyz[3];
+      std::memcpy(xyz, r, 12);
+      for (int a = 0; a < 3; ++a) {
+        b.lo[a] = std::min(b.lo[a], xyz[a]), b.hi[a] = std::max(b.hi[a], xyz[a]);
+        std::memcpy(col[a] + i, &xyz[a], 4);
+      }
+      col[3][i] = float(get<uint16_t>(r, 12)) / 65535.f;
     }
-    col[3][i] = float(get<uint16_t>(r, 12)) / 65535.f;
-  }
+    if (mapped) mapped->release_range(h.point_offset + i0 * L, h.point_offset + i1 * L);
+  });
+  int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
+  for (const IntBox& b : boxes)
+    for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], b.lo[a]), hi[a] = std::max(hi[a], b.hi[a]);
   Bounds world;
   if (n > 0) {
     world.points = int64_t(n);
@@ -217,21 +230,26 @@ PointCloud parse_las(const char* d, size_t size, const std::string& path, const 
     }
   }
   cloud.origin = opt.origin.automatic ? las_auto_origin(h.offset, world) : opt.origin.fixed;
-  bool all_finite = true;
-  for (size_t a = 0; a < 3; ++a) {
-    // X * scale + offset - origin, as X * scale + (offset - origin): with origin == offset it is
-    // X * scale rounded once, and the same scene stored with another offset gives the same floats.
-    const double s = h.scale[a], shift = h.offset[a] - cloud.origin[a];
-    float* c = col[a];
-    for (size_t i = 0; i < n; ++i) {
-      int32_t X;
-      std::memcpy(&X, c + i, 4);
-      const double v = double(X) * s + shift;
-      const bool fits = std::fabs(v) <= double(std::numeric_limits<float>::max());
-      c[i] = fits ? float(v) : v > 0 ? INFINITY : -INFINITY;  // (NaN: v from a NaN origin)
-      all_finite = all_finite && fits;
+  std::vector<char> part_finite(part_count(n), 1);
+  parallel_parts(n, [&](size_t i0, size_t i1) {
+    bool all = true;
+    for (size_t a = 0; a < 3; ++a) {
+      // X * scale + offset - origin, as X * scale + (offset - origin): with origin == offset it is
+      // X * scale rounded once, and the same scene stored with another offset gives the same floats.
+      const double s = h.scale[a], shift = h.offset[a] - cloud.origin[a];
+      float* c = col[a];
+      for (size_t i = i0; i < i1; ++i) {
+        int32_t X;
+        std::memcpy(&X, c + i, 4);
+        const double v = double(X) * s + shift;
+        const bool fits = std::fabs(v) <= double(std::numeric_limits<float>::max());
+        c[i] = fits ? float(v) : v > 0 ? INFINITY : -INFINITY;  // (NaN: v from a NaN origin)
+        all = all && fits;
+      }
     }
-  }
+    part_finite[i0 / kPartSize] = all;
+  });
+  const bool all_finite = std::all_of(part_finite.begin(), part_finite.end(), [](char f) { return f != 0; });
   // Coordinates beyond float32 (a huge scale, or an origin far from the data) are dropped as
   // the other readers drop non-finite points.
   size_t kept = n;
@@ -250,7 +268,7 @@ PointCloud parse_las(const char* d, size_t size, const std::string& path, const 
 
 PointCloud read_las(const std::string& path, const DecodeOptions& opt, DecodeInfo* info) {
   MappedFile f(path);
-  return parse_las(f.data(), f.size(), path, opt, info);
+  return parse_las(f.data(), f.size(), path, opt, info, &f);
 }
 
 // ---- writer -----------------------------------------------------------------------------------

@@ -68,9 +68,11 @@ struct LasHeader {
 // compressed point data is not checked). Throws sl::Error "<path>: byte N: <reason>".
 LasHeader parse_las_header(const char* data, size_t size, const std::string& path);
 
-// The whole file: columns x, y, z, intensity. Refuses LAZ and COPC. Throws sl::Error.
+// The whole file: columns x, y, z, intensity. Refuses LAZ and COPC. Throws sl::Error. With the
+// file's mapping, its pages are released as they are decoded.
+class MappedFile;
 PointCloud parse_las(const char* data, size_t size, const std::string& path, const DecodeOptions& opt,
-                     DecodeInfo* info = nullptr);
+                     DecodeInfo* info = nullptr, const MappedFile* mapped = nullptr);
 PointCloud read_las(const std::string& path, const DecodeOptions& opt = {}, DecodeInfo* info = nullptr);
 
 // The auto origin of a LAS file whose points' world bounds are `world` (stages/io/origin.h):

@@ -56,6 +56,12 @@ void MappedFile::release(size_t upto) const {
   released_ = upto;
 }
 
+void MappedFile::release_range(size_t begin, size_t end) const {
+  static const size_t page = (size_t)::sysconf(_SC_PAGESIZE);
+  begin = (begin + page - 1) / page * page, end = std::min(end, size_) / page * page;
+  if (data_ && end > begin) ::madvise(const_cast<char*>(data_) + begin, end - begin, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<char*>(data_), size_);
 }

@@ -23,6 +23,9 @@ class MappedFile {
   // then never holds the whole file and the whole decoded cloud at once. Cheap to call often:
   // only whole pages past the last release are dropped.
   void release(size_t upto) const;
+  // The same for the whole pages inside [begin, end) alone, with no state: threads decoding
+  // parts of one file each release their own part.
+  void release_range(size_t begin, size_t end) const;
 
   // Files up to this size are read in ahead in one go (MAP_POPULATE: one bulk fault-in instead
   // of one page fault per 4 KiB); larger ones are faulted in as the reader goes, and released.

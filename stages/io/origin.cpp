@@ -1,15 +1,18 @@
 #include "stages/io/origin.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <vector>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
 #include "graph/error.h"
+#include "graph/parallel.h"
 #include "graph/spec.h"
 
 namespace sl {
@@ -129,8 +132,14 @@ void subtract(float* v, size_t n, double o) {
 Bounds float_bounds(const float* x, const float* y, const float* z, size_t n) {
   Bounds b;
   const float* c[3] = {x, y, z};
+  // Per part on all threads, then combined: min and max are exact, so any split gives the same.
+  std::vector<std::array<Span, 3>> parts(part_count(n));
+  parallel_parts(n, [&](size_t lo, size_t hi) {
+    for (size_t a = 0; a < 3; ++a) parts[lo / kPartSize][a] = column_span(c[a] + lo, hi - lo);
+  });
   for (size_t a = 0; a < 3; ++a) {
-    const Span s = column_span(c[a], n);
+    Span s;
+    for (const auto& p : parts) s.lo = std::min(s.lo, p[a].lo), s.hi = std::max(s.hi, p[a].hi);
     if (s.lo <= s.hi) b.lo[a] = s.lo, b.hi[a] = s.hi;
   }
   b.points = int64_t(n);
@@ -154,7 +163,9 @@ int64_t localize_float32(PointCloud& cloud, const OriginPolicy& p, DecodeInfo* i
     if (b.has(a))
       overflow = overflow || std::max(std::fabs(b.lo[a] - cloud.origin[size_t(a)]), std::fabs(b.hi[a] - cloud.origin[size_t(a)])) >
                                  double(std::numeric_limits<float>::max());
-  for (int a = 0; a < 3; ++a) subtract(cloud.columns[size_t(a)].data(), n, cloud.origin[size_t(a)]);
+  parallel_parts(n, [&](size_t lo, size_t hi) {
+    for (size_t a = 0; a < 3; ++a) subtract(cloud.columns[a].data() + lo, hi - lo, cloud.origin[a]);
+  });
   if (!overflow || !drop_nan) return 0;
   size_t w = 0;
   for (size_t i = 0; i < n; ++i) {

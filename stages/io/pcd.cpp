@@ -15,6 +15,7 @@
 #include "graph/atomic_file.h"
 #include "graph/error.h"
 #include "graph/memory.h"
+#include "graph/parallel.h"
 #include "stages/io/formats.h"
 #include "stages/io/lzf.h"
 #include "stages/io/mapped_file.h"
@@ -408,7 +409,6 @@ void decode_binary(const PcdHeader& h, const BinaryBody& b, const std::vector<Ta
   // Uncompressed data read from a mapping: every ~8 MiB the pages behind are released.
   const bool release = mapped && !b.owned && !b.stride.empty();
   const size_t point_bytes = release ? b.stride[0] : 0;
-  size_t next_release = size_t(8) << 20;
 #if defined(__x86_64__)
   // Interleaved float32 columns that all lie in one 16-byte window of the record (x y z
   // intensity at stride 16, the common layout): four records at a time are loaded as four
@@ -440,38 +440,44 @@ void decode_binary(const PcdHeader& h, const BinaryBody& b, const std::vector<Ta
     }
   }
 #endif
-  for (size_t i0 = 0; i0 < n; i0 += kBlock) {
-    size_t m = std::min(kBlock, n - i0);
+  // A large cloud decodes in parts (graph/parallel.h) on all threads: each part writes its own
+  // rows, and releases the whole file pages inside it.
+  auto decode_part = [&](size_t p_lo, size_t p_hi) {
+    size_t released = p_lo * point_bytes, next_release = released + (size_t(8) << 20);
+    for (size_t i0 = p_lo; i0 < p_hi; i0 += kBlock) {
+      size_t m = std::min(kBlock, p_hi - i0);
 #if defined(__x86_64__)
-    if (window != SIZE_MAX) {
-      const size_t stride = b.stride[targets[0].field];
-      const char* src = b.base + window + i0 * stride;
-      size_t i = 0;
-      for (; i + 4 <= m; i += 4, src += 4 * stride) {
-        __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(src));
-        __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(src + stride));
-        __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(src + 2 * stride));
-        __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(src + 3 * stride));
-        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-        const __m128 lanes[4] = {r0, r1, r2, r3};
-        for (int l = 0; l < 4; ++l)
-          if (lane_out[l]) _mm_storeu_ps(lane_out[l] + i0 + i, lanes[l]);
-      }
-      for (; i < m; ++i, src += stride)
-        for (int l = 0; l < 4; ++l)
-          if (lane_out[l]) std::memcpy(lane_out[l] + i0 + i, src + 4 * l, 4);
-    } else
+      if (window != SIZE_MAX) {
+        const size_t stride = b.stride[targets[0].field];
+        const char* src = b.base + window + i0 * stride;
+        size_t i = 0;
+        for (; i + 4 <= m; i += 4, src += 4 * stride) {
+          __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(src));
+          __m128 r1 = _mm_loadu_ps(reinterpret_cast<const float*>(src + stride));
+          __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(src + 2 * stride));
+          __m128 r3 = _mm_loadu_ps(reinterpret_cast<const float*>(src + 3 * stride));
+          _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+          const __m128 lanes[4] = {r0, r1, r2, r3};
+          for (int l = 0; l < 4; ++l)
+            if (lane_out[l]) _mm_storeu_ps(lane_out[l] + i0 + i, lanes[l]);
+        }
+        for (; i < m; ++i, src += stride)
+          for (int l = 0; l < 4; ++l)
+            if (lane_out[l]) std::memcpy(lane_out[l] + i0 + i, src + 4 * l, 4);
+      } else
 #endif
-    for (auto& t : targets) {
-      size_t stride = b.stride[t.field];
-      const char* src = b.base + b.off[t.field] + size_t(t.elem) * size_t(h.sizes[t.field]) + i0 * stride;
-      copy_strided(t.num, src, stride, m, t.out + i0, t.origin);
+      for (auto& t : targets) {
+        size_t stride = b.stride[t.field];
+        const char* src = b.base + b.off[t.field] + size_t(t.elem) * size_t(h.sizes[t.field]) + i0 * stride;
+        copy_strided(t.num, src, stride, m, t.out + i0, t.origin);
+      }
+      if (release && ((i0 + m) * point_bytes >= next_release || i0 + m == p_hi)) {
+        mapped->release_range(h.data_offset + released, h.data_offset + (i0 + m) * point_bytes);
+        released = (i0 + m) * point_bytes, next_release = released + (size_t(8) << 20);
+      }
     }
-    if (release && (i0 + m) * point_bytes >= next_release) {
-      mapped->release(h.data_offset + (i0 + m) * point_bytes);
-      next_release = (i0 + m) * point_bytes + (size_t(8) << 20);
-    }
-  }
+  };
+  parallel_parts(n, decode_part);
 }
 
 // Ascii token layout. PCL's writers leave padding fields "_" out of ascii data; other writers
@@ -683,23 +689,36 @@ PointCloud parse_pcd(const char* data, size_t size, const std::string& path, con
         if (check[a] && !std::isfinite(check[a][i])) return false;
       return true;
     };
-    size_t first_bad = 0;
+    // The first invalid point of [lo, hi), or hi.
+    auto first_invalid = [&](size_t lo, size_t hi) {
+      size_t i = lo;
 #if defined(__x86_64__)
-    // Four points at a time while all are valid (the common case: a whole file is scanned):
-    // (v - v) is 0 for a finite v and NaN otherwise, so a sum of them is 0 only if all are.
-    if (check[0] && check[1] && check[2]) {
-      const __m128 zero = _mm_setzero_ps();
-      for (; first_bad + 4 <= n; first_bad += 4) {
-        __m128 acc = zero;
-        for (int a = 0; a < 3; ++a) {
-          const __m128 v = _mm_loadu_ps(check[a] + first_bad);
-          acc = _mm_add_ps(acc, _mm_sub_ps(v, v));
+      // Four points at a time while all are valid (the common case: a whole file is scanned):
+      // (v - v) is 0 for a finite v and NaN otherwise, so a sum of them is 0 only if all are.
+      if (check[0] && check[1] && check[2]) {
+        const __m128 zero = _mm_setzero_ps();
+        for (; i + 4 <= hi; i += 4) {
+          __m128 acc = zero;
+          for (int a = 0; a < 3; ++a) {
+            const __m128 v = _mm_loadu_ps(check[a] + i);
+            acc = _mm_add_ps(acc, _mm_sub_ps(v, v));
+          }
+          if (_mm_movemask_ps(_mm_cmpeq_ps(acc, zero)) != 0xf) break;
         }
-        if (_mm_movemask_ps(_mm_cmpeq_ps(acc, zero)) != 0xf) break;
       }
-    }
 #endif
-    while (first_bad < n && valid(first_bad)) ++first_bad;
+      while (i < hi && valid(i)) ++i;
+      return i;
+    };
+    // Scanned in parts on all threads; the compaction below (files with invalid points) is serial.
+    std::vector<size_t> part_first(part_count(n));
+    parallel_parts(n, [&](size_t lo, size_t hi) { part_first[lo / kPartSize] = first_invalid(lo, hi); });
+    size_t first_bad = n;
+    for (size_t k = 0; k < part_first.size(); ++k)
+      if (part_first[k] < std::min(n, (k + 1) * kPartSize)) {
+        first_bad = part_first[k];
+        break;
+      }
     if (first_bad < n) {  // stable in-place compaction (reads at i happen before any write at i)
       size_t w = first_bad;
       for (size_t i = first_bad; i < n; ++i) {

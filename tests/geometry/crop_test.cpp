@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <tbb/task_arena.h>
+
 #include "graph/error.h"
 #include "stages/geometry/crop.h"
 #include "stages/geometry/rng.h"
@@ -211,6 +213,44 @@ TEST(Crop, OneLevelAndTwoLevelIndexesCropAlike) {
         // The same order whatever the layout of the index.
         if (shift == 0) first.push_back(fast);
         else ASSERT_EQ(fast, first[(size_t)trial]) << "seed " << seed << " tile shift " << shift << " trial " << trial;
+      }
+    }
+  }
+}
+
+// A cloud of more than a million points is indexed in blocks that count and scatter in
+// parallel: on 1 and 2 threads, one and two levels, the index must crop the reference's ids in
+// cell order (ids ascending within a cell across block borders), the same crops either way.
+TEST(Crop, ABlockedParallelBuildCropsLikeTheReferenceOnOneAndTwoThreads) {
+  sl::Rng rng(77);
+  // 2.6 M points: three blocks; the second half in scan order, so runs cross a block border.
+  auto cloud = random_cloud(rng, 2600000, 60.f);
+  {
+    auto half = random_cloud(rng, 1300000, 60.f);
+    half = scan_ordered(half);
+    for (size_t f = 0; f < 4; ++f)
+      std::copy(half.columns[f].begin(), half.columns[f].end(), cloud.columns[f].begin() + 1300000);
+  }
+  for (size_t i : {size_t(0), size_t(1048575), size_t(1048576), size_t(2097152), size_t(2599999)})
+    cloud.columns[2][i] = NAN;
+  std::vector<std::vector<uint32_t>> first;
+  for (int threads : {1, 2}) {
+    for (int shift : {0, 5}) {
+      std::shared_ptr<const sl::GridIndex> index;
+      tbb::task_arena(threads).execute([&] { index = sl::GridIndex::build(cloud, 0.5f, shift); });
+      ASSERT_EQ(index->size(), cloud.size() - 5);
+      sl::Rng lr(5);
+      for (int trial = 0; trial < 6; ++trial) {
+        const auto line = random_line(lr, 50.f, 2 + (int)lr.below(5), false);
+        const auto fast = sl::crop_polyline(cloud, *index, line, 1.5f, -INFINITY, INFINITY);
+        ASSERT_TRUE(cell_ordered(cloud, *index, fast)) << threads << " threads, shift " << shift;
+        const size_t k = (size_t)trial + (shift == 5 ? 6 : 0);
+        if (threads == 1) {
+          ASSERT_EQ(sorted(fast), sl::crop_polyline_reference(cloud, line, 1.5f, -INFINITY, INFINITY)) << "trial " << trial;
+          first.push_back(fast);
+        } else {
+          ASSERT_EQ(fast, first[k]) << "trial " << trial << ", shift " << shift;
+        }
       }
     }
   }

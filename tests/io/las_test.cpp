@@ -271,7 +271,9 @@ TEST(Las, OurWriterIsReadByTheReferenceForEveryVersionAndFormat) {
         EXPECT_EQ(get<uint32_t>(s, 243), 1u) << what;
         EXPECT_EQ(get<uint64_t>(s, 235), get<uint32_t>(s, 96) + c.size() * get<uint16_t>(s, 105)) << what;
       }
-      if (minor == 0) EXPECT_EQ(get<uint16_t>(s, get<uint32_t>(s, 96) - 2), 0xCCDD) << what;
+      if (minor == 0) {
+        EXPECT_EQ(get<uint16_t>(s, get<uint32_t>(s, 96) - 2), 0xCCDD) << what;
+      }
       double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
       for (size_t i = 0; i < c.size(); ++i) {
         for (int a = 0; a < 3; ++a) {
