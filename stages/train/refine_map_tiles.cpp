@@ -76,9 +76,12 @@ class TileCache {
     lru_.emplace_front(t, c);
     bytes_ += int64_t(c->bytes());
     peak = std::max(peak, bytes_);
-    while (bytes_ > budget_ && lru_.size() > 1 && lru_.back().second.use_count() == 1) {
-      bytes_ -= int64_t(lru_.back().second->bytes());
-      lru_.pop_back();
+    // Least recently used first; a tile the current group holds (use_count > 1) stays.
+    for (auto it = lru_.end(); bytes_ > budget_ && it != lru_.begin();) {
+      --it;
+      if (it->second.use_count() > 1 || it->second == c) continue;
+      bytes_ -= int64_t(it->second->bytes());
+      it = lru_.erase(it);
     }
     return c;
   }
