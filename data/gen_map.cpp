@@ -140,6 +140,27 @@ std::vector<Job> map_jobs(const GenConfig& cfg, const Projection& utm) {
   return jobs;
 }
 
+// What both map datasets check and use: the map kind, the cloud writer, UTM and the scenes.
+struct MapSetup {
+  const CloudFormat* format = nullptr;
+  Projection utm;
+  std::vector<Job> jobs;
+};
+MapSetup map_setup(const std::string& root, const GenConfig& cfg) {
+  if (cfg.map != "lanelet2" && cfg.map != "geojson")
+    fail(root, "unknown map format \"" + cfg.map + "\" (lanelet2 or geojson)");
+  MapSetup m;
+  m.format = &cloud_format(cfg.cloud_format, root);
+  if (!m.format->write) fail(root, "the " + m.format->name + " format is read only: it cannot be written");
+  ProjectionSpec spec;
+  spec.kind = "utm";
+  spec.utm_zone = cfg.utm_zone;
+  spec.hemisphere = "north";
+  m.utm = Projection::make(spec, std::nullopt, "gen-data --utm-zone");
+  m.jobs = map_jobs(cfg, m.utm);
+  return m;
+}
+
 }  // namespace
 
 std::string map_path(const std::string& root, const GenConfig& cfg) {
@@ -166,16 +187,10 @@ void generate_map_dataset(const std::string& root, const GenConfig& cfg) {
     generate_tiled_map_dataset(root, cfg);
     return;
   }
-  if (cfg.map != "lanelet2" && cfg.map != "geojson")
-    fail(root, "unknown map format \"" + cfg.map + "\" (lanelet2 or geojson)");
-  const CloudFormat& format = cloud_format(cfg.cloud_format, root);
-  if (!format.write) fail(root, "the " + format.name + " format is read only: it cannot be written");
-  ProjectionSpec spec;
-  spec.kind = "utm";
-  spec.utm_zone = cfg.utm_zone;
-  spec.hemisphere = "north";
-  const Projection utm = Projection::make(spec, std::nullopt, "gen-data --utm-zone");
-  const std::vector<Job> jobs = map_jobs(cfg, utm);
+  const MapSetup setup = map_setup(root, cfg);
+  const CloudFormat& format = *setup.format;
+  const Projection& utm = setup.utm;
+  const std::vector<Job>& jobs = setup.jobs;
   for (const char* split : {"train", "val"}) {
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(root) / split, ec);
@@ -201,18 +216,12 @@ namespace sl {
 
 TileCounts generate_tiled_map_dataset(const std::string& root, const GenConfig& cfg) {
   namespace fs = std::filesystem;
-  if (cfg.map != "lanelet2" && cfg.map != "geojson")
-    fail(root, "unknown map format \"" + cfg.map + "\" (lanelet2 or geojson)");
   if (!(cfg.tile_size >= 1 && cfg.tile_size <= 10000))
     fail("gen-data --tile-size", "a tile's side is 1 to 10000 m, not " + exact_number(cfg.tile_size));
-  const CloudFormat& format = cloud_format(cfg.cloud_format, root);
-  if (!format.write) fail(root, "the " + format.name + " format is read only: it cannot be written");
-  ProjectionSpec spec;
-  spec.kind = "utm";
-  spec.utm_zone = cfg.utm_zone;
-  spec.hemisphere = "north";
-  const Projection utm = Projection::make(spec, std::nullopt, "gen-data --utm-zone");
-  const std::vector<Job> jobs = map_jobs(cfg, utm);
+  const MapSetup setup = map_setup(root, cfg);
+  const CloudFormat& format = *setup.format;
+  const Projection& utm = setup.utm;
+  const std::vector<Job>& jobs = setup.jobs;
   std::vector<SyntheticScene> made(jobs.size());
   tbb::parallel_for(size_t(0), jobs.size(), [&](size_t j) {
     made[j] = generate_scene(cfg, scene_seed(cfg, jobs[j].split, jobs[j].index));

@@ -161,7 +161,9 @@ TileSet scan_tiles(const std::string& dir, const std::string& format, const std:
   }
 
   // 1. Autoware's metadata, in the folder or in its parent (the map root).
-  for (const fs::path& cand : {fs::path(dir) / kAutowareMetadataName, fs::path(dir).parent_path() / kAutowareMetadataName})
+  fs::path folder(dir);
+  if (!folder.has_filename()) folder = folder.parent_path();  // "a/pointcloud_map/": its parent is "a"
+  for (const fs::path& cand : {folder / kAutowareMetadataName, folder.parent_path() / kAutowareMetadataName})
     if (fs::is_regular_file(cand, ec)) {
       set.metadata = cand.string();
       break;

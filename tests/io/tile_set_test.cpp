@@ -82,6 +82,7 @@ TEST(TileSet, AutowareMetadataGivesCellsOriginAndSortedOrder) {
   EXPECT_EQ(s.format->name, "pcd");
   EXPECT_EQ(s.bounds_from, "metadata");
   EXPECT_EQ(s.metadata, m.yaml);
+  EXPECT_EQ(scan_tiles(m.tiles + "/", "", "--tiles").metadata, m.yaml);  // a trailing slash: still the parent's
   for (size_t i = 0; i < 6; ++i) {
     const TileInfo& ti = s.tiles[i];
     EXPECT_EQ(ti.name, "cell_" + std::to_string(i) + ".pcd");  // sorted by name
