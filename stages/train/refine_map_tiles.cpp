@@ -10,11 +10,12 @@
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "kernels/safetensors.h"
+#include "stages/geometry/polyline.h"
 #include "stages/io/map_tiles.h"
 
 namespace sl {
 
-double crop_reach(const std::string& checkpoint, const std::string& pipeline_json) {
+ReplayGeometry replay_geometry(const std::string& checkpoint, const std::string& pipeline_json) {
   std::string text = pipeline_json, where = "pipeline";
   const bool recorded = text.empty();
   if (recorded) {
@@ -26,31 +27,27 @@ double crop_reach(const std::string& checkpoint, const std::string& pipeline_jso
     where = checkpoint + ": __metadata__/pipeline";
   }
   const PipelineSpec spec = recorded ? parse_recorded_pipeline(text, where) : parse_pipeline(text, where);
-  double reach = -1;
+  ReplayGeometry g;
   for (const auto& s : spec.stages) {
     if (s.schema->infer != InferRole::Prepare) continue;
-    for (const auto& p : s.schema->params)
-      if (p.name == "radius" && p.type == ParamType::Float) reach = std::max(reach, spec.params(s.index).get_float("radius"));
+    for (const auto& p : s.schema->params) {
+      if (p.type != ParamType::Float) continue;
+      if (p.name == "radius") g.reach = std::max(g.reach, spec.params(s.index).get_float("radius"));
+      if (p.name == "max_length" && g.max_length == 0) g.max_length = std::max(0.0, spec.params(s.index).get_float("max_length"));
+    }
   }
-  if (reach < 0)
-    fail(where, "no stage inference replays has a \"radius\": how far a crop reaches from its line is unknown, so the "
-                "tiles a piece needs are too (give it with --reach)");
-  return reach;
+  g.where = where;
+  return g;
 }
 
-std::vector<uint32_t> part_homes(const VectorMap& map, const std::vector<LinePortion>& parts, const TileSet& tiles) {
-  std::vector<uint32_t> home(parts.size(), 0);
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const LinePortion& p = parts[i];
-    const double sm = 0.5 * (p.s0 + p.s1);
-    const Vec3d m = sub_polyline(map.lines[p.line].points, sm, sm).front();
-    double best = std::numeric_limits<double>::infinity();
-    for (uint32_t t = 0; t < tiles.tiles.size(); ++t) {
-      const BoxXY& b = tiles.tiles[t].box;
-      if (b.empty()) continue;
-      const double dx = 0.5 * (b.x0 + b.x1) - m[0], dy = 0.5 * (b.y0 + b.y1) - m[1], d = dx * dx + dy * dy;
-      if (d < best) best = d, home[i] = t;  // strict: the lowest index on a tie
-    }
+uint32_t nearest_centre(const TileSet& tiles, double x, double y) {
+  uint32_t home = 0;
+  double best = std::numeric_limits<double>::infinity();
+  for (uint32_t t = 0; t < tiles.tiles.size(); ++t) {
+    const BoxXY& b = tiles.tiles[t].box;
+    if (b.empty()) continue;
+    const double dx = 0.5 * (b.x0 + b.x1) - x, dy = 0.5 * (b.y0 + b.y1) - y, d = dx * dx + dy * dy;
+    if (d < best) best = d, home = t;  // strict: the lowest index on a tie
   }
   return home;
 }
@@ -151,19 +148,39 @@ std::vector<Vec3d> refine_map_tiles(const std::string& checkpoint, const SharedM
                                     const TiledRefineOptions& options, Comm* comm, TiledRefineReport* report) {
   const VectorMap& map = shared.map;
   const MapRefineOptions& mo = options.map;
-  const double reach = options.reach >= 0 ? options.reach : crop_reach(checkpoint, mo.pipeline_json);
+  ReplayGeometry geo;
+  if (options.reach < 0 || options.max_length < 0) geo = replay_geometry(checkpoint, mo.pipeline_json);
+  const double reach = options.reach >= 0 ? options.reach : geo.reach;
+  const double max_length = options.max_length >= 0 ? options.max_length : geo.max_length;
+  if (reach < 0)
+    fail(geo.where, "no stage inference replays has a \"radius\": how far a crop reaches from its line is unknown, so "
+                    "the tiles a piece needs are too (give it with --reach)");
   std::vector<BoxXY> boxes;
   for (const auto& t : tiles.tiles) boxes.push_back(t.box.grown(mo.margin));
   const std::vector<LinePortion> parts = lines_over(shared, boxes, mo.categories, mo.min_length);
-  const std::vector<uint32_t> home = part_homes(map, parts, tiles);
-  // Home groups, by tile, ascending; their parts in map order.
-  std::vector<std::pair<uint32_t, std::vector<uint32_t>>> groups;
-  {
-    std::vector<std::vector<uint32_t>> by_tile(tiles.tiles.size());
-    for (uint32_t i = 0; i < parts.size(); ++i) by_tile[home[i]].push_back(i);
-    for (uint32_t t = 0; t < by_tile.size(); ++t)
-      if (!by_tile[t].empty()) groups.push_back({t, std::move(by_tile[t])});
+  // The pieces of every part (split_polyline as the pipeline's split_lines cuts, a hair shorter so that
+  // it keeps each whole), each with its home tile: the tile whose box centre is nearest its middle.
+  struct Piece {
+    uint32_t part = 0, index = 0;  // its part, its place along the part
+    Polyline line;
+  };
+  std::vector<std::vector<Piece>> by_tile(tiles.tiles.size());
+  const double split_at = max_length > 0 ? max_length * (1 - 1e-5) : 0;
+  for (uint32_t i = 0; i < parts.size(); ++i) {
+    const Polyline pl = portion_polyline(map, parts[i], tiles.origin);
+    uint32_t k = 0;
+    for (auto& pts : split_polyline(pl.points, split_at)) {
+      Piece pc{i, k++, Polyline{pl.id, pl.category, std::move(pts)}};
+      float x0 = pc.line.points[0][0], x1 = x0, y0 = pc.line.points[0][1], y1 = y0;
+      for (const auto& q : pc.line.points) x0 = std::min(x0, q[0]), x1 = std::max(x1, q[0]), y0 = std::min(y0, q[1]), y1 = std::max(y1, q[1]);
+      const uint32_t home = nearest_centre(tiles, 0.5 * (double(x0) + x1) + tiles.origin[0], 0.5 * (double(y0) + y1) + tiles.origin[1]);
+      by_tile[home].push_back(std::move(pc));
+    }
   }
+  // Home groups, by tile, ascending; their pieces in part order.
+  std::vector<std::pair<uint32_t, std::vector<Piece>>> groups;
+  for (uint32_t t = 0; t < by_tile.size(); ++t)
+    if (!by_tile[t].empty()) groups.push_back({t, std::move(by_tile[t])});
   const int rank = comm ? comm->rank() : 0, world = comm ? comm->size() : 1;
   const size_t g0 = groups.size() * size_t(rank) / size_t(world), g1 = groups.size() * size_t(rank + 1) / size_t(world);
 
@@ -183,9 +200,9 @@ std::vector<Vec3d> refine_map_tiles(const std::string& checkpoint, const SharedM
     lf.frame = map.path;
     lf.origin = tiles.origin;
     std::vector<uint32_t> need;
-    for (uint32_t i : members) {
-      lf.lines.push_back(portion_polyline(map, parts[i], tiles.origin));
-      for (uint32_t t : tiles.touching(corridor_box(lf.lines.back(), float(reach), tiles.origin))) need.push_back(t);
+    for (const Piece& pc : members) {
+      lf.lines.push_back(pc.line);
+      for (uint32_t t : tiles.touching(corridor_box(pc.line, float(reach), tiles.origin))) need.push_back(t);
     }
     need.push_back(tile);
     std::sort(need.begin(), need.end());
@@ -200,9 +217,22 @@ std::vector<Vec3d> refine_map_tiles(const std::string& checkpoint, const SharedM
     if (!copies.empty()) {
       const PointCloud cloud = merge_clouds(std::move(copies));
       got = refine_pieces(checkpoint, cloud, lf, mo.pipeline_json, &ir, mo.batch);
+    } else {
+      // Tiles without points (empty files): the pieces stay as given, in their places along their parts.
+      for (size_t k = 0; k < members.size(); ++k) {
+        RefinedPiece r;
+        r.line = int64_t(k);
+        r.given = r.refined = members[k].line.points;
+        r.note = "no points in the tiles around it";
+        got.push_back(std::move(r));
+        ir.pieces++;
+      }
     }
     for (auto& r : got) {
-      r.line = int64_t(members[size_t(r.line)]);  // back to the index of the part
+      // Back to its part; its place: the piece's, then the pipeline's own cut of it (none, normally).
+      const Piece& pc = members[size_t(r.line)];
+      r.line = int64_t(pc.part);
+      r.piece = (int64_t(pc.index) << 20) + r.piece;
       mine.push_back(std::move(r));
     }
   }
@@ -228,6 +258,8 @@ std::vector<Vec3d> refine_map_tiles(const std::string& checkpoint, const SharedM
   }
   std::stable_sort(pieces.begin(), pieces.end(),
                    [](const RefinedPiece& a, const RefinedPiece& b) { return a.line != b.line ? a.line < b.line : a.piece < b.piece; });
+  for (size_t k = 0; k < pieces.size(); ++k)  // places along each part: 0, 1, ... as propose_refinement wants
+    pieces[k].piece = k > 0 && pieces[k - 1].line == pieces[k].line ? pieces[k - 1].piece + 1 : 0;
   MapEdit edit(map);
   propose_refinement(map, parts, pieces, edit);
   std::vector<Vec3d> d = edit.displacements();
