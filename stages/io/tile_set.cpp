@@ -1,5 +1,6 @@
 #include "stages/io/tile_set.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "graph/atomic_file.h"
 #include "graph/error.h"
 #include "stages/io/las.h"
 #include "stages/io/mapped_file.h"
@@ -53,12 +55,14 @@ double finite_number(const YAML::Node& n, const std::string& path, const std::st
 
 }  // namespace
 
-TileMetadata read_tile_metadata(const std::string& path) {
+TileMetadata read_tile_metadata(const std::string& path) { return parse_tile_metadata(read_file(path), path); }
+
+TileMetadata parse_tile_metadata(const std::string& text, const std::string& path) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    fail(path, "cannot be read");
+    root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's guard against a stack overflow (its message says "bad file")
+    fail(at_line(path, e.mark), "nested " + std::to_string(e.depth()) + " levels deep: not a metadata file");
   } catch (const YAML::ParserException& e) {
     fail(at_line(path, e.mark), "not valid YAML: " + e.msg);
   }

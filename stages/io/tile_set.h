@@ -71,8 +71,10 @@ struct TileMetadata {
   double x_resolution = 0, y_resolution = 0;
   std::vector<TileCell> cells;
 };
-// Throws sl::Error "<path>: line N: <reason>".
+// Throws sl::Error "<path>: line N: <reason>". parse_tile_metadata: the same on the file's text (what
+// the fuzz target feeds; `path` only names it in messages).
 TileMetadata read_tile_metadata(const std::string& path);
+TileMetadata parse_tile_metadata(const std::string& text, const std::string& path);
 // The text gen-data writes (cells in the given order; numbers as exact_number prints them).
 std::string tile_metadata_text(const TileMetadata& m);
 

@@ -155,6 +155,8 @@ TEST(TileSet, MetadataErrorsNameTheFileLineAndReason) {
   expect_error(res + "cell_0.pcd: [.nan, 5400030]\n" + cells.substr(cells.find('\n') + 1), {m.yaml, "not finite"});
   expect_error(res + cells + "  bad: [1\n", {m.yaml, "not valid YAML"});
   expect_error("- 1\n- 2\n", {m.yaml, "expected a mapping"});
+  // Deep nesting: yaml-cpp's recursion guard, an error rather than a stack overflow.
+  expect_error(res + "cell_0.pcd: " + std::string(100000, '[') + std::string(100000, ']') + "\n", {m.yaml, "levels deep"});
   expect_error(res + cells + "pointcloud_map/cell_0.pcd: [0, 0]\n", {m.yaml, "two entries", "cell_0.pcd"});
 }
 
