@@ -243,7 +243,8 @@ inline void tile_metadata(const uint8_t* data, size_t size) {
     SL_FUZZ_CHECK(!c.name.empty() && names.insert(c.name).second);
     SL_FUZZ_CHECK(std::isfinite(c.x_min) && std::isfinite(c.y_min));
     for (char ch : c.name) plain = plain && (std::isalnum((unsigned char)ch) || ch == '_' || ch == '.' || ch == '-');
-    plain = plain && c.name.front() != '-' && c.name.front() != '.' && c.name != "x_resolution" && c.name != "y_resolution";
+    // A file name with an extension: never YAML's null ("null", "~") nor a resolution key.
+    plain = plain && c.name.front() != '-' && c.name.front() != '.' && c.name.find('.') != std::string::npos;
   }
   if (!plain) return;
   const TileMetadata again = parse_tile_metadata(tile_metadata_text(m), "again.yaml");
