@@ -42,6 +42,8 @@
 #include "stages/io/map_lines.h"
 #include "stages/train/infer.h"
 #include "stages/train/refine_map.h"
+#include "stages/train/refine_map_tiles.h"
+#include "graph/comm.h"
 #include "stages/train/checkpoints.h"
 
 namespace {
@@ -257,29 +259,88 @@ struct InferMapArgs {
   std::vector<double> map_origin;
   std::string category_property = "type", subtype_property = "subtype";
   double margin = 0, min_length = 1.0;
+  std::string tiles, tiles_format;  // --tiles: a tiled point-cloud map (stages/io/tile_set.h)
+  double cache_mb = 2048, reach = -1;
 };
 
-// infer on a vector map: the map's lines on the clouds refined, the map written back in its format
-// with only the refined lines' vertices moved (stages/train/refine_map.h).
-int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds, const InferMapArgs& a,
-                  const std::string& out, const std::string& pipeline, const std::string& origin_text) {
+// The refined map's name must keep the map's format (the write-back writes that format).
+void check_out_format(const std::string& out, const std::string& map) {
   auto lower_ext = [](const std::string& p) {
     std::string e = std::filesystem::path(p).extension().string();
     for (auto& c : e) c = char(std::tolower((unsigned char)c));
     return e;
   };
-  if (lower_ext(out) != lower_ext(a.map))
-    fail(out, "the refined map is written in the map's own format: name it with the extension of " + a.map);
-  const OriginPolicy origin = parse_origin(origin_text, "--origin");
-  checkpoint = checkpoint_of(checkpoint);
-  const std::string pipeline_json = pipeline.empty() ? "" : read_file(pipeline);
+  if (lower_ext(out) != lower_ext(map))
+    fail(out, "the refined map is written in the map's own format: name it with the extension of " + map);
+}
+
+MapReadOptions map_read_options(const InferMapArgs& a) {
   MapReadOptions mo;
   mo.projection = a.projection;
   if (a.map_origin.size() == 2) mo.projection.origin_lat = a.map_origin[0], mo.projection.origin_lon = a.map_origin[1];
   mo.category_property = a.category_property;
   mo.subtype_property = a.subtype_property;
   check_projection_spec(mo.projection, "--projection");
-  const std::shared_ptr<const SharedMap> map = load_map_shared(a.map, mo);
+  return mo;
+}
+
+void print_map_report(const SharedMap& map, const MapRefineReport& rep) {
+  if (rep.categories.empty()) {
+    std::set<std::string> have;
+    for (const auto& l : map.map.lines) have.insert(l.category);
+    std::string all;
+    for (const auto& c : have) all += (all.empty() ? "" : ", ") + c;
+    std::cerr << "  no line of these categories in the map (it has: " << all << ")\n";
+  } else {
+    std::cerr << to_text(rep);
+  }
+}
+
+// infer over a whole tiled map (stages/train/refine_map_tiles.h): under mpirun the tiles' groups are
+// split over the ranks and rank 0 writes the map.
+int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::string& out, const std::string& pipeline) {
+  Comm& comm = world_comm();
+  check_out_format(out, a.map);
+  checkpoint = checkpoint_of(checkpoint);
+  const std::string pipeline_json = pipeline.empty() ? "" : read_file(pipeline);
+  const std::shared_ptr<const SharedMap> map = load_map_shared(a.map, map_read_options(a));
+  const TileSet tiles = scan_tiles(a.tiles, a.tiles_format, "--tiles");
+  TiledRefineOptions o;
+  const bool from_checkpoint = a.categories.empty();
+  o.map.categories = from_checkpoint ? trained_categories(checkpoint, pipeline_json) : a.categories;
+  o.map.margin = a.margin;
+  o.map.min_length = a.min_length;
+  o.map.pipeline_json = pipeline_json;
+  o.cache_bytes = int64_t(a.cache_mb * 1048576.0);
+  o.reach = a.reach;
+  TiledRefineReport rep;
+  const std::vector<Vec3d> d = refine_map_tiles(checkpoint, *map, tiles, o, &comm, &rep);
+  if (comm.rank() != 0) return 0;
+  const MapWriteReport w = write_vector_map(out, map->map, d);
+  std::string cats;
+  for (const auto& c : o.map.categories) cats += (cats.empty() ? "" : ", ") + c;
+  std::cerr << "refined " << a.map << " (" << map->map.frame << ") over " << tiles.tiles.size() << " tile(s) of "
+            << tiles.dir << " with " << checkpoint << " -> " << out << " (" << w.moved_vertices << " vertices written moved"
+            << (w.dropped_z ? ", " + std::to_string(w.dropped_z) + " of them without a height to move" : std::string()) << ")\n";
+  std::cerr << "  categories: " << (cats.empty() ? std::string("all") : cats)
+            << (from_checkpoint ? " (the checkpoint's; --categories to choose)" : "") << "; local frame: origin "
+            << OriginPolicy::at(tiles.origin).describe() << "; tile bounds from " << tiles.bounds_from << "\n";
+  std::cerr << "  " << rep.groups << " home tile(s) with parts, crop reach " << rep.reach << " m; " << comm.describe()
+            << "; rank 0: " << rep.tile_loads << " tile load(s), " << rep.tile_hits << " cache hit(s), at most "
+            << rep.peak_bytes / 1048576 << " MB of tiles decoded at once\n";
+  print_map_report(*map, rep.map);
+  return 0;
+}
+
+// infer on a vector map: the map's lines on the clouds refined, the map written back in its format
+// with only the refined lines' vertices moved (stages/train/refine_map.h).
+int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds, const InferMapArgs& a,
+                  const std::string& out, const std::string& pipeline, const std::string& origin_text) {
+  check_out_format(out, a.map);
+  const OriginPolicy origin = parse_origin(origin_text, "--origin");
+  checkpoint = checkpoint_of(checkpoint);
+  const std::string pipeline_json = pipeline.empty() ? "" : read_file(pipeline);
+  const std::shared_ptr<const SharedMap> map = load_map_shared(a.map, map_read_options(a));
   MapRefineOptions ro;
   const bool from_checkpoint = a.categories.empty();
   ro.categories = from_checkpoint ? trained_categories(checkpoint, pipeline_json) : a.categories;
@@ -314,15 +375,7 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
   std::cerr << "  categories: " << (cats.empty() ? std::string("all") : cats)
             << (from_checkpoint ? " (the checkpoint's; --categories to choose)" : "") << "; local frame: origin "
             << OriginPolicy::at(cloud.origin).describe() << "\n";
-  if (rep.categories.empty()) {
-    std::set<std::string> have;
-    for (const auto& l : map->map.lines) have.insert(l.category);
-    std::string all;
-    for (const auto& c : have) all += (all.empty() ? "" : ", ") + c;
-    std::cerr << "  no line of these categories in the map (it has: " << all << ")\n";
-  } else {
-    std::cerr << to_text(rep);
-  }
+  print_map_report(*map, rep);
   return 0;
 }
 
@@ -397,8 +450,8 @@ int main(int argc, char** argv) {
   auto* infer = app.add_subcommand("infer", "refine the lines of a scene (lines JSON) or of a vector map over clouds with a "
                                             "trained checkpoint; writes the refined lines in the format they came in");
   infer->add_option("--checkpoint", ckpt, "checkpoint file, or a run folder (its latest checkpoint)")->required();
-  infer->add_option("--cloud", infer_clouds, "the scene: a cloud of any format (" + sl::cloud_extensions_text() +
-                                                 "); with --map, one or more (repeat --cloud)")->required();
+  auto* cloud_opt = infer->add_option("--cloud", infer_clouds, "the scene: a cloud of any format (" + sl::cloud_extensions_text() +
+                                                 "); with --map, one or more (repeat --cloud)");
   auto* lines_opt = infer->add_option("--lines", lines_in, "lines JSON to refine (default: <stem>.json beside the cloud)");
   auto* map_opt = infer->add_option("--map", infer_map.map, "a vector map (Lanelet2 .osm, .geojson) whose lines on the clouds are refined; "
                                             "--out is then the refined map, in the same format")
@@ -425,6 +478,22 @@ int main(int argc, char** argv) {
   infer->add_option("--min-length", infer_map.min_length, "--map: parts of lines cut by the boxes shorter than this are left as given")
       ->check(CLI::NonNegativeNumber)
       ->needs(map_opt);
+  auto* tiles_opt = infer->add_option("--tiles", infer_map.tiles,
+                    "--map over a tiled point-cloud map: a folder of tiles (Autoware's pointcloud_map/ with "
+                    "pointcloud_map_metadata.yaml beside or in it, or LAS tiles); every wanted line over the tiles is "
+                    "refined, the tiles decoded a few at a time; under mpirun the tiles are split over the ranks")
+      ->excludes(cloud_opt)
+      ->needs(map_opt);
+  infer->add_option("--tiles-format", infer_map.tiles_format, "--tiles: the tiles' format (default: the one the folder holds)")
+      ->needs(tiles_opt);
+  infer->add_option("--cache-mb", infer_map.cache_mb, "--tiles: MB of decoded tiles kept between tile groups")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(tiles_opt);
+  infer->add_option("--reach", infer_map.reach,
+                    "--tiles: metres a crop reaches from its line (default: the largest \"radius\" of the pipeline's "
+                    "replayed stages)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(tiles_opt);
   infer->add_option("--out", out, "where to write the refined lines JSON (with --map: the refined map)")->required();
   infer->add_option("--pipeline", infer_pipeline, "training pipeline for the preprocessing (default: the one recorded in the checkpoint)");
   infer->add_option("--origin", infer_origin,
@@ -447,7 +516,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (*run) {
-      sl::init_comm(&argc, &argv);  // only `run` joins an mpirun job; every path out of it goes through leave()
+      sl::init_comm(&argc, &argv);  // `run` and `infer --tiles` join an mpirun job; every path out of them goes through leave()
       return leave(checked_stdout(sl::cmd_run(pipeline, sets, threads, trace, quiet)));
     }
     if (*val) return checked_stdout(sl::cmd_validate(pipeline, sets, print, dot));
@@ -456,6 +525,14 @@ int main(int argc, char** argv) {
       return checked_stdout(0);
     }
     if (*infer) {
+      if (!infer_map.tiles.empty()) {
+        sl::init_comm(&argc, &argv);  // infer --tiles joins an mpirun job; its paths out go through leave()
+        return leave(checked_stdout(sl::cmd_infer_tiles(ckpt, infer_map, out, infer_pipeline)));
+      }
+      if (infer_clouds.empty()) {
+        std::cerr << "error: infer needs --cloud (or, with --map, --tiles)\n";
+        return kExitUsage;
+      }
       if (!infer_map.map.empty())
         return checked_stdout(sl::cmd_infer_map(ckpt, infer_clouds, infer_map, out, infer_pipeline, infer_origin));
       if (infer_clouds.size() != 1) {

@@ -15,6 +15,7 @@
 #include "graph/atomic_file.h"
 #include "kernels/adam.h"
 #include "stages/io/lzf.h"
+#include "stages/io/tile_set.h"
 
 namespace fs = std::filesystem;
 using namespace sl;
@@ -312,6 +313,20 @@ void map_seeds() {
        R"({"type": "Feature", "id": "a", "bbox": [0, 0, 1, 1], "geometry": {"coordinates": [[139.65, 35.67], [139.651, 35.671]], "type": "LineString"}, "properties": {"type": 3}})");
 }
 
+// Autoware's pointcloud_map_metadata.yaml: what gen-data --tile-size writes, hand-written variants
+// (flow and block sequences, comments, quoted names, floats), a wrong one and a deep one.
+void tile_metadata_seeds() {
+  TileMetadata m{20, 20, {}};
+  for (int i = 0; i < 12; ++i) m.cells.push_back({std::to_string(499920 + 20 * (i % 4)) + "_" + std::to_string(5399940 + 20 * (i / 4)) + ".pcd",
+                                                   499920.0 + 20 * (i % 4), 5399940.0 + 20 * (i / 4), 0});
+  save("tile_metadata", "gen_data.yaml", tile_metadata_text(m));
+  save("tile_metadata", "block_and_comments.yaml",
+       "# cells of 50 m x 75 m\nx_resolution: 50.0\ny_resolution: 75.5\n\"tile a.pcd\":\n  - 1200.25\n  - 2500\n"
+       "b.pcd: [1250.25, 2500]  # east of a\n'c.pcd': [1.2e3, 2575.5]\n");
+  save("tile_metadata", "bad_cell.yaml", "x_resolution: 20\ny_resolution: 20\na.pcd: [1, two]\nb.pcd: {x: 1}\n");
+  save("tile_metadata", "deep.yaml", deep("x_resolution: 1\ny_resolution: 1\na.pcd: ", "\n"));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -323,6 +338,7 @@ int main(int argc, char** argv) {
   pcd_seeds();
   kitti_seeds();
   ply_seeds();
+  tile_metadata_seeds();
   las_seeds();
   lines_seeds();
   pipeline_seeds();

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,7 @@
 #include "stages/io/lines_json.h"
 #include "stages/io/pcd.h"
 #include "stages/io/samples.h"
+#include "stages/io/tile_set.h"
 #include "stages/train/infer.h"
 #include "stages/train/checkpoints.h"
 
@@ -220,6 +222,37 @@ inline void lines_json(const uint8_t* data, size_t size) {
     } catch (const Error&) {
     }
   }
+}
+
+// Autoware's pointcloud_map_metadata.yaml (stages/io/tile_set.h): parse_tile_metadata, which
+// scan_tiles runs on the file. A good input: positive finite resolutions, finite cells, distinct
+// non-empty file names; written back by tile_metadata_text (plain names only: it does not quote) it
+// reads as the same cells.
+inline void tile_metadata(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  TileMetadata m;
+  try {
+    m = parse_tile_metadata(text, "fuzz.yaml");
+  } catch (const Error&) {
+    return;
+  }
+  SL_FUZZ_CHECK(std::isfinite(m.x_resolution) && m.x_resolution > 0 && std::isfinite(m.y_resolution) && m.y_resolution > 0);
+  std::set<std::string> names;
+  bool plain = true;
+  for (const auto& c : m.cells) {
+    SL_FUZZ_CHECK(!c.name.empty() && names.insert(c.name).second);
+    SL_FUZZ_CHECK(std::isfinite(c.x_min) && std::isfinite(c.y_min));
+    for (char ch : c.name) plain = plain && (std::isalnum((unsigned char)ch) || ch == '_' || ch == '.' || ch == '-');
+    // A file name with an extension: never YAML's null ("null", "~") nor a resolution key.
+    plain = plain && c.name.front() != '-' && c.name.front() != '.' && c.name.find('.') != std::string::npos;
+  }
+  if (!plain) return;
+  const TileMetadata again = parse_tile_metadata(tile_metadata_text(m), "again.yaml");
+  SL_FUZZ_CHECK(again.x_resolution == m.x_resolution && again.y_resolution == m.y_resolution);
+  SL_FUZZ_CHECK(again.cells.size() == m.cells.size());
+  for (size_t i = 0; i < m.cells.size(); ++i)
+    SL_FUZZ_CHECK(again.cells[i].name == m.cells[i].name && again.cells[i].x_min == m.cells[i].x_min &&
+                  again.cells[i].y_min == m.cells[i].y_min);
 }
 
 // Pipeline JSON: parse_pipeline (syntax, schemas, defaults), --set overrides and

@@ -102,10 +102,14 @@ std::vector<Vec3d> refine_map(const std::string& checkpoint, const SharedMap& sh
   MapEdit edit(map);
   propose_refinement(map, parts, pieces, edit);
   std::vector<Vec3d> d = edit.displacements();
-  if (!report) return d;
+  if (report) *report = map_refine_report(map, parts, pieces, ir, edit, d, options.categories);
+  return d;
+}
 
-  MapRefineReport& r = *report;
-  r = MapRefineReport{};
+MapRefineReport map_refine_report(const VectorMap& map, const std::vector<LinePortion>& parts,
+                                  const std::vector<RefinedPiece>& pieces, const InferReport& ir, const MapEdit& edit,
+                                  const std::vector<Vec3d>& d, const std::vector<std::string>& categories) {
+  MapRefineReport r;
   r.parts = int64_t(parts.size());
   r.pieces = ir.pieces;
   r.refined_pieces = ir.refined_pieces;
@@ -120,7 +124,7 @@ std::vector<Vec3d> refine_map(const std::string& checkpoint, const SharedMap& sh
     if (!p.note.empty()) notes[parts[size_t(p.line)].line].push_back(p.note);
   for (size_t l = 0; l < map.lines.size(); ++l) {
     const MapLine& line = map.lines[l];
-    if (!category_matches(line.category, options.categories)) continue;
+    if (!category_matches(line.category, categories)) continue;
     MapCategoryReport& c = r.categories[line.category];
     c.lines++;
     if (!on[l]) continue;
@@ -149,7 +153,7 @@ std::vector<Vec3d> refine_map(const std::string& checkpoint, const SharedMap& sh
   }
   for (auto& [name, c] : r.categories)
     if (c.moved_vertices > 0) c.mean_move /= double(c.moved_vertices);
-  return d;
+  return r;
 }
 
 std::vector<std::string> trained_categories(const std::string& checkpoint, const std::string& pipeline_json) {

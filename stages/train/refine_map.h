@@ -61,6 +61,12 @@ void propose_refinement(const VectorMap& map, const std::vector<LinePortion>& pa
 std::vector<Vec3d> refine_map(const std::string& checkpoint, const SharedMap& map, const PointCloud& cloud,
                               const std::vector<BoxXY>& boxes, const MapRefineOptions& options, MapRefineReport* report);
 
+// The report of a refinement: `parts` as lines_over gave them, their refined pieces (piece.line indexes
+// parts), the inference counts, the edit they were proposed to and its displacements.
+MapRefineReport map_refine_report(const VectorMap& map, const std::vector<LinePortion>& parts,
+                                  const std::vector<RefinedPiece>& pieces, const InferReport& ir, const MapEdit& edit,
+                                  const std::vector<Vec3d>& d, const std::vector<std::string>& categories);
+
 // The categories the checkpoint was trained on: the "categories" param of the pipeline's stage that
 // gives scenes their lines (a dataset stage from scenes to scenes that has one). Empty when none says.
 std::vector<std::string> trained_categories(const std::string& checkpoint, const std::string& pipeline_json);

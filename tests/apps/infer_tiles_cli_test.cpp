@@ -1,0 +1,170 @@
+// `infer --map MAP --tiles DIR` (stages/train/refine_map_tiles.h) as a user runs it on a tiled map from
+// gen-data --tile-size: a model whose refinement is zero writes the map back byte for byte; a constant
+// refinement of the curbs moves exactly the curb vertices over the tiles, each by that offset; under
+// `mpirun -np 2` the written map is byte for byte the one a single process writes (a model with
+// random weights, so every vertex's move depends on its crop), and so is a run with a cache of one
+// tile; the command line's refusals.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "graph/atomic_file.h"
+#include "kernels/checkpoint.h"
+#include "kernels/model.h"
+#include "stages/io/map_lines.h"
+#include "stages/io/tile_set.h"
+#include "tests/apps/cli_util.h"
+#include "tests/train/constant_model.h"
+
+namespace sl {
+namespace {
+
+namespace fs = std::filesystem;
+using test::q;
+
+#ifdef SL_MPIEXEC
+constexpr const char* kMpiexec = SL_MPIEXEC;
+#else
+constexpr const char* kMpiexec = "";
+#endif
+
+// The small model of write_constant_checkpoint with its initial (random, seeded) weights: its
+// refinement of a piece depends on the points of the piece's crop.
+void write_random_checkpoint(const std::string& path) {
+  const PipelineSpec spec = load_pipeline(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train_map.json",
+                                          {"train.model.encoder=[8,16]", "train.model.line_mlp=[8]", "train.model.regressor=[8]",
+                                           "resample.points=64", "perturb.points=8"});
+  LineRefiner model(model_config_from(spec.params(spec.stage("train").index).get_object("model")), 11);
+  save_checkpoint(path, model, nullptr, {{"pipeline", spec.resolved_json(false)}});
+}
+
+// A tiled map dataset shared by the tests of this file.
+class InferTiles : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = (fs::temp_directory_path() / ("sl_infer_tiles_" + std::to_string(::getpid()))).string();
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    data_ = root_ + "/map";
+    const auto g = sh("gen-data " + q(data_) + " --map lanelet2 --tile-size 20 --train 2 --val 1 --seed 5");
+    ASSERT_EQ(g.code, 0) << g.err;
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+  // `streamline <args>`, its output captured in the suite's folder.
+  static test::Ran sh(const std::string& args) {
+    const std::string out = root_ + "/stdout.txt", err = root_ + "/stderr.txt";
+    const int st = std::system((q(SL_CLI_PATH) + " " + args + " >" + q(out) + " 2>" + q(err)).c_str());
+    test::Ran r;
+    r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r.out = read_file(out);
+    r.err = read_file(err);
+    return r;
+  }
+  void SetUp() override { ASSERT_FALSE(data_.empty()); }
+
+  static std::string infer(const std::string& ckpt, const std::string& out, const std::string& extra = "") {
+    return "infer --checkpoint " + q(ckpt) + " --map " + q(data_ + "/lanelet2_map.osm") + " --tiles " +
+           q(data_ + "/train/pointcloud_map") + " --out " + q(out) + extra;
+  }
+
+  static inline std::string root_, data_;
+};
+
+TEST_F(InferTiles, ZeroRefinementWritesTheMapBackByteForByte) {
+  const std::string zero = root_ + "/zero.safetensors", out = root_ + "/zero.osm";
+  test::write_constant_checkpoint(zero, {0, 0, 0});
+  const auto r = sh(infer(zero, out));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(read_file(out), read_file(data_ + "/lanelet2_map.osm"));
+  EXPECT_NE(r.err.find("(0 vertices written moved)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tile bounds from metadata"), std::string::npos) << r.err;
+  for (const auto& e : fs::directory_iterator(root_)) EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
+  // Nothing over the tiles of the wanted categories (a category the map lacks): the same bytes.
+  const auto none = sh(infer(zero, root_ + "/fence.osm", " --categories fence"));
+  ASSERT_EQ(none.code, 0) << none.err;
+  EXPECT_EQ(read_file(root_ + "/fence.osm"), read_file(data_ + "/lanelet2_map.osm"));
+  EXPECT_NE(none.err.find("no line of these categories in the map"), std::string::npos) << none.err;
+}
+
+TEST_F(InferTiles, ConstantCurbRefinementMovesExactlyTheCurbsOverTheTiles) {
+  const std::string ckpt = root_ + "/up.safetensors", out = root_ + "/curbs.osm";
+  test::write_constant_checkpoint(ckpt, {0, 0, 0.25f});  // every refined vertex rises by 0.25 m
+  const auto r = sh(infer(ckpt, out, " --categories curbstone"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const VectorMap before = read_vector_map(data_ + "/lanelet2_map.osm"), after = read_vector_map(out);
+  ASSERT_EQ(before.vertices.size(), after.vertices.size());
+  const TileSet tiles = scan_tiles(data_ + "/train/pointcloud_map", "", "test");
+  const BoxXY region = tiles.extent();
+  std::set<uint32_t> curb;  // the curbs' vertices over the train tiles (the val region's stay)
+  for (const auto& line : before.lines)
+    if (line.category == "curbstone:high")
+      for (uint32_t v : line.vertex)
+        if (region.contains(before.vertices[v].world[0], before.vertices[v].world[1])) curb.insert(v);
+  ASSERT_GT(curb.size(), 100u);
+  size_t moved = 0;
+  for (size_t v = 0; v < before.vertices.size(); ++v) {
+    const auto& a = before.vertices[v].world;
+    const auto& b = after.vertices[v].world;
+    if (!curb.count(uint32_t(v))) {
+      EXPECT_EQ(a, b) << "vertex " << before.vertices[v].id << " is not a curb's over the tiles";
+      continue;
+    }
+    // x, y stay; ele rises by 0.25 (written as the shortest text of the double). A piece the crop
+    // drops (too few points near it) leaves its vertices where they are: the report counts it.
+    EXPECT_EQ(a[0], b[0]);
+    EXPECT_EQ(a[1], b[1]);
+    if (b[2] == a[2]) continue;
+    EXPECT_NEAR(b[2] - a[2], 0.25, 1e-6) << "vertex " << before.vertices[v].id;
+    ++moved;
+  }
+  EXPECT_GT(moved, curb.size() * 9 / 10) << "of " << curb.size();
+  EXPECT_NE(r.err.find(std::to_string(moved) + " vertices written moved"), std::string::npos) << r.err;
+}
+
+TEST_F(InferTiles, OneTileCacheGivesTheSameMapAndRefusals) {
+  const std::string ckpt = root_ + "/random.safetensors";
+  write_random_checkpoint(ckpt);
+  const auto a = sh(infer(ckpt, root_ + "/a.osm"));
+  ASSERT_EQ(a.code, 0) << a.err;
+  const auto b = sh(infer(ckpt, root_ + "/b.osm", " --cache-mb 0"));
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(read_file(root_ + "/a.osm"), read_file(root_ + "/b.osm"));
+  EXPECT_NE(read_file(root_ + "/a.osm"), read_file(data_ + "/lanelet2_map.osm"));
+  EXPECT_NE(a.err.find("crop reach 2 m"), std::string::npos) << a.err;
+
+  const auto fmt = sh(infer(ckpt, root_ + "/r.geojson"));
+  EXPECT_EQ(fmt.code, 1);
+  EXPECT_NE(fmt.err.find("the refined map is written in the map's own format"), std::string::npos) << fmt.err;
+  const auto both = sh(infer(ckpt, root_ + "/r.osm", " --cloud " + q(data_ + "/train/pointcloud_map/x.pcd")));
+  EXPECT_EQ(both.code, 2) << both.err;
+  const auto no_map = sh("infer --checkpoint " + q(ckpt) + " --tiles " + q(data_ + "/train/pointcloud_map") + " --out " +
+                         q(root_ + "/r.osm"));
+  EXPECT_EQ(no_map.code, 2) << no_map.err;
+  const auto none = sh("infer --checkpoint " + q(ckpt) + " --out " + q(root_ + "/r.json"));
+  EXPECT_EQ(none.code, 2) << none.err;
+  const auto bad = sh(infer(ckpt, root_ + "/r.osm", " --tiles-format las"));
+  EXPECT_EQ(bad.code, 1) << bad.err;
+  EXPECT_NE(bad.err.find("no las tiles"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(root_ + "/r.osm"));
+}
+
+TEST_F(InferTiles, DistTwoRanksWriteTheMapOneProcessWrites) {
+  if (!*kMpiexec) GTEST_SKIP() << "this build has no MPI: no mpirun runs";
+  if (!fs::exists(kMpiexec)) GTEST_SKIP() << kMpiexec << " is not installed";
+  const std::string ckpt = root_ + "/random2.safetensors";
+  write_random_checkpoint(ckpt);
+  const auto one = sh(infer(ckpt, root_ + "/one.osm"));
+  ASSERT_EQ(one.code, 0) << one.err;
+  const std::string cmd = "cd " + q(root_) + " && " + kMpiexec + " --allow-run-as-root --oversubscribe -np 2 " + q(SL_CLI_PATH) +
+                          " " + infer(ckpt, root_ + "/two.osm") + " >" + q(root_ + "/two.out") + " 2>" + q(root_ + "/two.err");
+  const int st = std::system(cmd.c_str());
+  ASSERT_EQ(st, 0) << read_file(root_ + "/two.err");
+  EXPECT_EQ(read_file(root_ + "/one.osm"), read_file(root_ + "/two.osm"));
+  EXPECT_NE(read_file(root_ + "/one.osm"), read_file(data_ + "/lanelet2_map.osm"));
+  EXPECT_NE(read_file(root_ + "/two.err").find("MPI, 2 ranks"), std::string::npos) << read_file(root_ + "/two.err");
+}
+
+}  // namespace
+}  // namespace sl
