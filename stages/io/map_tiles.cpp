@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <utility>
 
 #include "graph/error.h"
@@ -163,6 +164,23 @@ int64_t LocalOrder::at(uint64_t seed, int64_t epoch, int64_t index, int rank, in
   if (k < 0 || k >= n_) throw Error("LocalOrder: item " + std::to_string(index) + " of rank " + std::to_string(rank) +
                                     " is past the epoch's " + std::to_string(n_) + " pieces");
   return order_[(size_t)k];
+}
+
+namespace {
+std::mutex g_published_mu;
+std::map<std::string, std::weak_ptr<const TileSet>> g_published;
+}  // namespace
+
+void publish_tile_set(const std::shared_ptr<const TileSet>& tiles) {
+  std::lock_guard<std::mutex> lock(g_published_mu);
+  for (auto it = g_published.begin(); it != g_published.end();) it = it->second.expired() ? g_published.erase(it) : std::next(it);
+  g_published[tiles->dir] = tiles;
+}
+
+std::shared_ptr<const TileSet> published_tile_set(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(g_published_mu);
+  auto it = g_published.find(dir);
+  return it == g_published.end() ? nullptr : it->second.lock();
 }
 
 }  // namespace sl

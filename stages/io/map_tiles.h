@@ -13,12 +13,14 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "graph/message.h"
 #include "stages/geometry/crop.h"
 #include "stages/io/map_lines.h"
+#include "stages/io/tile_set.h"
 
 namespace sl {
 
@@ -84,5 +86,11 @@ class LocalOrder {
   uint64_t seed_ = 0;
   std::vector<uint32_t> order_;
 };
+
+// The tile set a map_tiles source opened, found by its folder: the source's samples carry the
+// folder (Scene::ref.cloud_path) and no cloud, and crop_tiles takes their points from these tiles.
+// Held by the source for its run; published for as long as it lives.
+void publish_tile_set(const std::shared_ptr<const TileSet>& tiles);
+std::shared_ptr<const TileSet> published_tile_set(const std::string& dir);  // null: none alive
 
 }  // namespace sl
