@@ -1,6 +1,6 @@
 // Data tools of the CLI:
 //   streamline gen-data ROOT [--seed N] [--train N] [--val N] [--format pcd|bin|nuscenes|ply|las] [--offset E,N,Z]
-//                          [--map lanelet2|geojson] [--utm-zone Z]
+//                          [--map lanelet2|geojson] [--utm-zone Z] [--tile-size M]
 //   streamline inspect FILE [--json] [--render OUT.png] [--lines LINES.json] [--meters M] [--size PX]
 //   streamline inspect MAP.osm|MAP.geojson [--json] [--projection KIND] [--map-origin LAT LON]
 //   streamline report RUN_DIR
@@ -24,6 +24,7 @@
 #include "stages/io/lines_json.h"
 #include "stages/io/mapped_file.h"
 #include "stages/io/pcd.h"
+#include "stages/io/tile_set.h"
 #include "stages/io/vector_map.h"
 
 namespace sl {
@@ -41,6 +42,7 @@ struct GenArgs {
   std::string offset;  // "E,N,Z" (empty: the sensor frame)
   std::string map;     // "", lanelet2, geojson
   int utm_zone = GenConfig{}.utm_zone;
+  double tile_size = 0;  // with --map: a tiled map of tiles this side (m)
 };
 struct InspectArgs {
   std::string file, render, lines, origin = "auto";
@@ -109,7 +111,26 @@ int cmd_gen_data(const GenArgs& a) {
     if (o.automatic) fail("gen-data --offset", "expected E,N,Z (e.g. 500000,5400000,0), not auto");
     cfg.offset = o.fixed;
   }
+  cfg.tile_size = a.tile_size;
+  if (a.tile_size > 0 && a.map.empty()) fail("gen-data --tile-size", "a tiled map needs --map lanelet2 or --map geojson");
   const auto t0 = std::chrono::steady_clock::now();
+  if (a.tile_size > 0) {
+    const TileCounts n = generate_tiled_map_dataset(a.root, cfg);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (int split = 0; split < 2; ++split) {
+      // Read back as infer --tiles and the map sources will: the tiles' bounds and the one origin.
+      const TileSet ts = scan_tiles(tile_dir(a.root, split), a.format, "gen-data");
+      std::printf("%s: %d scenes, %lld points in %d tiles of %g m in %s (bounds from %s; origin %s)\n",
+                  split == 0 ? "train" : "val", split == 0 ? a.train : a.val, (long long)n.points[split], n.tiles[split],
+                  a.tile_size, ts.dir.c_str(), ts.bounds_from.c_str(), OriginPolicy::at(ts.origin).describe().c_str());
+    }
+    const std::string path = map_path(a.root, cfg);
+    const MapSummary s = summarize(read_vector_map(path));
+    std::printf("map: %lld lines, %lld vertices (%lld shared by two lines) in %s, %s\n", (long long)s.lines,
+                (long long)s.vertices, (long long)s.shared_vertices, path.c_str(), s.frame.c_str());
+    std::printf("wrote a tiled map in %.2f s (seed %llu)\n", secs, (unsigned long long)a.seed);
+    return kOk;
+  }
   generate_dataset(a.root, cfg);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Report what is on disk, read back from the files themselves.
@@ -260,6 +281,11 @@ void add_commands(CLI::App& app) {
       ->check(CLI::IsMember({"lanelet2", "geojson"}));
   c.gen->add_option("--utm-zone", c.g.utm_zone, "--map: the UTM zone (north) of the coordinates, for lat/lon")
       ->check(CLI::Range(1, 60));
+  c.gen->add_option("--tile-size", c.g.tile_size,
+                    "with --map: write a tiled point-cloud map instead of a cloud per scene: tiles of M metres in "
+                    "Autoware's layout, ROOT/{train,val}/pointcloud_map/<E>_<N>.<ext> (+ pointcloud_map_metadata.yaml "
+                    "for PCD), the map ROOT/lanelet2_map.osm (or map.geojson) over both; the split is by region")
+      ->check(CLI::Range(1.0, 10000.0));
 
   c.inspect = app.add_subcommand("inspect", "what a cloud (" + cloud_extensions_text() + ") or lines .json file holds; optionally a top-down PNG");
   c.inspect->add_option("file", c.i.file, "the file to inspect")->required();

@@ -55,6 +55,9 @@ struct GenConfig {
   std::string map;
   int utm_zone = 32;
   double map_spacing = 400;  // m: clouds reach 80 m and lines 45 m from their sensor, so none overlap
+  // With `map`: > 0 writes a tiled point-cloud map instead of a cloud per scene (generate_tiled_map_dataset):
+  // the scenes' points cut into square tiles of this side (m) on a grid aligned to multiples of it.
+  double tile_size = 0;
 };
 
 // Where map datasets are placed when GenConfig::offset is not set: UTM zone 32N, on its central meridian.
@@ -95,6 +98,24 @@ void generate_dataset(const std::string& root, const GenConfig& cfg);
 // each on its own scene, to about a micrometre.
 void generate_map_dataset(const std::string& root, const GenConfig& cfg);         // generate_dataset calls it when cfg.map is set
 std::array<double, 3> scene_offset(const GenConfig& cfg, int split, int index);  // world position of a scene's sensor frame
-std::string map_path(const std::string& root, const GenConfig& cfg);             // root/map.osm or root/map.geojson
+std::string map_path(const std::string& root, const GenConfig& cfg);             // root/map.osm or root/map.geojson (tiled: lanelet2_map.osm)
+
+// A tiled map dataset (cfg.map set, cfg.tile_size > 0; generate_map_dataset calls it): the same scenes
+// on the same UTM grid, their points (world coordinates) cut into tiles of cfg.tile_size metres on the
+// grid of its multiples, every split in Autoware's layout, and one map over both splits:
+//   root/lanelet2_map.osm (or root/map.geojson)     every scene's lines, as generate_map_dataset writes them
+//   root/train/pointcloud_map/<E>_<N><ext>          a tile per grid cell holding points: E, N its cell's
+//   root/train/pointcloud_map_metadata.yaml         minimum; the metadata (PCD only: Autoware's is for
+//   root/val/...                                    PCD) gives every tile's cell
+// The split is by region: the train scenes come first on the grid, row by row, the val scenes after
+// them, so no tile and no line is in both. A tile's points keep the scenes' order; its file is written
+// with the format's writer (PCD: DATA binary, x y z as F 8 world coordinates; LAS 1.4 format 6, 1 mm).
+// The bytes depend only on cfg. Returns the tiles and points written per split.
+struct TileCounts {
+  int tiles[2] = {0, 0};      // train, val
+  int64_t points[2] = {0, 0};
+};
+TileCounts generate_tiled_map_dataset(const std::string& root, const GenConfig& cfg);
+std::string tile_dir(const std::string& root, int split);  // root/train/pointcloud_map or root/val/pointcloud_map
 
 }  // namespace sl

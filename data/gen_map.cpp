@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "data/gen.h"
 #include "graph/atomic_file.h"
@@ -12,6 +14,7 @@
 #include "stages/io/formats.h"
 #include "stages/io/map_numbers.h"
 #include "stages/io/projection.h"
+#include "stages/io/tile_set.h"
 
 namespace sl {
 namespace {
@@ -116,33 +119,10 @@ std::string geojson_text(const std::vector<SceneLines>& scenes, const Projection
   return o + "\n]}\n";
 }
 
-}  // namespace
+struct Job { int split, index; };
 
-std::string map_path(const std::string& root, const GenConfig& cfg) {
-  return (std::filesystem::path(root) / (cfg.map == "geojson" ? "map.geojson" : "map.osm")).string();
-}
-
-std::array<double, 3> scene_offset(const GenConfig& cfg, int split, int index) {
-  if (cfg.map.empty()) return cfg.offset;
-  // Train scenes, then val scenes, row by row on a square grid.
-  const int total = cfg.train_scenes + cfg.val_scenes;
-  const int cols = std::max(1, int(std::ceil(std::sqrt(double(std::max(total, 1))))));
-  const int k = split == 0 ? index : cfg.train_scenes + index;
-  const auto o = base_offset(cfg);
-  return {o[0] + cfg.map_spacing * (k % cols), o[1] + cfg.map_spacing * (k / cols), o[2]};
-}
-
-void generate_map_dataset(const std::string& root, const GenConfig& cfg) {
-  if (cfg.map != "lanelet2" && cfg.map != "geojson")
-    fail(root, "unknown map format \"" + cfg.map + "\" (lanelet2 or geojson)");
-  const CloudFormat& format = cloud_format(cfg.cloud_format, root);
-  if (!format.write) fail(root, "the " + format.name + " format is read only: it cannot be written");
-  ProjectionSpec spec;
-  spec.kind = "utm";
-  spec.utm_zone = cfg.utm_zone;
-  spec.hemisphere = "north";
-  const Projection utm = Projection::make(spec, std::nullopt, "gen-data --utm-zone");
-  struct Job { int split, index; };
+// The scenes of a map dataset, train then val; checked against the UTM zone.
+std::vector<Job> map_jobs(const GenConfig& cfg, const Projection& utm) {
   std::vector<Job> jobs;
   for (int i = 0; i < cfg.train_scenes; ++i) jobs.push_back({0, i});
   for (int i = 0; i < cfg.val_scenes; ++i) jobs.push_back({1, i});
@@ -157,6 +137,45 @@ void generate_map_dataset(const std::string& root, const GenConfig& cfg) {
                                     "'s longitudes (latitude " + format_fixed(ll[0], 4) + ", longitude " +
                                     format_fixed(ll[1], 4) + "): place the dataset nearer the zone's central meridian (E 500000)");
   }
+  return jobs;
+}
+
+}  // namespace
+
+std::string map_path(const std::string& root, const GenConfig& cfg) {
+  const char* osm = cfg.tile_size > 0 ? "lanelet2_map.osm" : "map.osm";  // a tiled map: Autoware's name
+  return (std::filesystem::path(root) / (cfg.map == "geojson" ? "map.geojson" : osm)).string();
+}
+
+std::string tile_dir(const std::string& root, int split) {
+  return (std::filesystem::path(root) / (split == 0 ? "train" : "val") / "pointcloud_map").string();
+}
+
+std::array<double, 3> scene_offset(const GenConfig& cfg, int split, int index) {
+  if (cfg.map.empty()) return cfg.offset;
+  // Train scenes, then val scenes, row by row on a square grid.
+  const int total = cfg.train_scenes + cfg.val_scenes;
+  const int cols = std::max(1, int(std::ceil(std::sqrt(double(std::max(total, 1))))));
+  const int k = split == 0 ? index : cfg.train_scenes + index;
+  const auto o = base_offset(cfg);
+  return {o[0] + cfg.map_spacing * (k % cols), o[1] + cfg.map_spacing * (k / cols), o[2]};
+}
+
+void generate_map_dataset(const std::string& root, const GenConfig& cfg) {
+  if (cfg.tile_size > 0) {
+    generate_tiled_map_dataset(root, cfg);
+    return;
+  }
+  if (cfg.map != "lanelet2" && cfg.map != "geojson")
+    fail(root, "unknown map format \"" + cfg.map + "\" (lanelet2 or geojson)");
+  const CloudFormat& format = cloud_format(cfg.cloud_format, root);
+  if (!format.write) fail(root, "the " + format.name + " format is read only: it cannot be written");
+  ProjectionSpec spec;
+  spec.kind = "utm";
+  spec.utm_zone = cfg.utm_zone;
+  spec.hemisphere = "north";
+  const Projection utm = Projection::make(spec, std::nullopt, "gen-data --utm-zone");
+  const std::vector<Job> jobs = map_jobs(cfg, utm);
   for (const char* split : {"train", "val"}) {
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(root) / split, ec);
@@ -174,6 +193,95 @@ void generate_map_dataset(const std::string& root, const GenConfig& cfg) {
     scenes[j] = {split + "/" + name, sc.cloud.origin, std::move(sc.lines), std::move(sc.line_subtype)};
   });
   write_file_atomic(map_path(root, cfg), cfg.map == "lanelet2" ? lanelet2_text(scenes, utm) : geojson_text(scenes, utm));
+}
+
+}  // namespace sl
+
+namespace sl {
+
+TileCounts generate_tiled_map_dataset(const std::string& root, const GenConfig& cfg) {
+  namespace fs = std::filesystem;
+  if (cfg.map != "lanelet2" && cfg.map != "geojson")
+    fail(root, "unknown map format \"" + cfg.map + "\" (lanelet2 or geojson)");
+  if (!(cfg.tile_size >= 1 && cfg.tile_size <= 10000))
+    fail("gen-data --tile-size", "a tile's side is 1 to 10000 m, not " + exact_number(cfg.tile_size));
+  const CloudFormat& format = cloud_format(cfg.cloud_format, root);
+  if (!format.write) fail(root, "the " + format.name + " format is read only: it cannot be written");
+  ProjectionSpec spec;
+  spec.kind = "utm";
+  spec.utm_zone = cfg.utm_zone;
+  spec.hemisphere = "north";
+  const Projection utm = Projection::make(spec, std::nullopt, "gen-data --utm-zone");
+  const std::vector<Job> jobs = map_jobs(cfg, utm);
+  std::vector<SyntheticScene> made(jobs.size());
+  tbb::parallel_for(size_t(0), jobs.size(), [&](size_t j) {
+    made[j] = generate_scene(cfg, scene_seed(cfg, jobs[j].split, jobs[j].index));
+    made[j].cloud.origin = scene_offset(cfg, jobs[j].split, jobs[j].index);
+  });
+
+  TileCounts counts;
+  const double t = cfg.tile_size;
+  // Every point of a split's scenes into its grid cell, in scene then point order.
+  using Cell = std::pair<int64_t, int64_t>;
+  using Points = std::vector<std::pair<uint32_t, uint32_t>>;  // (scene, point)
+  std::map<Cell, Points> cells[2];
+  TileMetadata md[2] = {{t, t, {}}, {t, t, {}}};
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const PointCloud& c = made[j].cloud;
+    for (size_t i = 0; i < c.size(); ++i) {
+      const double x = to_world(c.columns[0][i], c.origin[0]), y = to_world(c.columns[1][i], c.origin[1]);
+      cells[jobs[j].split][{int64_t(std::floor(x / t)), int64_t(std::floor(y / t))}].push_back({uint32_t(j), uint32_t(i)});
+    }
+  }
+  for (int split = 0; split < 2; ++split) {
+    const std::string dir = tile_dir(root, split);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) fail(dir, "cannot create directory: " + ec.message());
+    std::set<std::string> names;
+    for (const auto& [cell, pts] : cells[split]) {
+      const double x0 = double(cell.first) * t, y0 = double(cell.second) * t;
+      md[split].cells.push_back({exact_number(x0) + "_" + exact_number(y0) + format.extension, x0, y0, 0});
+      names.insert(md[split].cells.back().name);
+    }
+    // A folder of another run's tiles would become one map with these: refuse it (before anything is
+    // written) rather than delete.
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (format_of_path(e.path().string()) && !names.count(e.path().filename().string()))
+        fail(dir, "holds " + e.path().filename().string() + ", not a tile of this dataset: write into an empty folder");
+  }
+  for (int split = 0; split < 2; ++split) {
+    const std::string dir = tile_dir(root, split);
+    std::vector<std::pair<Cell, const Points*>> list;
+    for (const auto& [cell, pts] : cells[split]) list.push_back({cell, &pts});
+    tbb::parallel_for(size_t(0), list.size(), [&](size_t k) {
+      const Cell cell = list[k].first;
+      PointCloud c;
+      c.fields = {"x", "y", "z", "intensity"};
+      c.origin = {double(cell.first) * t, double(cell.second) * t, 0};
+      c.columns.assign(4, std::vector<float>(list[k].second->size()));
+      size_t n = 0;
+      for (const auto& [j, i] : *list[k].second) {
+        const PointCloud& s = made[j].cloud;
+        for (size_t a = 0; a < 3; ++a) c.columns[a][n] = to_local(to_world(s.columns[a][i], s.origin[a]), c.origin[a]);
+        c.columns[3][n++] = s.columns[3][i];
+      }
+      format.write(dir + "/" + md[split].cells[k].name, c);
+    });
+    if (format.name == "pcd")  // Autoware's metadata is for PCD tiles; LAS tiles carry their bounds in their headers
+      write_file_atomic((fs::path(dir).parent_path() / kAutowareMetadataName).string(), tile_metadata_text(md[split]));
+    counts.tiles[split] = int(list.size());
+    for (const auto& [cell, pts] : cells[split]) counts.points[split] += int64_t(pts.size());
+  }
+  std::vector<SceneLines> scenes(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    char name[32];
+    std::snprintf(name, sizeof name, "scene_%04d", jobs[j].index);
+    scenes[j] = {std::string(jobs[j].split == 0 ? "train/" : "val/") + name, made[j].cloud.origin, std::move(made[j].lines),
+                 std::move(made[j].line_subtype)};
+  }
+  write_file_atomic(map_path(root, cfg), cfg.map == "lanelet2" ? lanelet2_text(scenes, utm) : geojson_text(scenes, utm));
+  return counts;
 }
 
 }  // namespace sl
