@@ -28,8 +28,9 @@
 namespace sl {
 namespace {
 
-// Decoded tiles: the cache, and one decode per tile at a time (a block's first samples all want
-// its tiles at once; without this, every crop thread would decode the same tile).
+// Decoded tiles: the cache, one decode per tile at a time (a block's first samples all want its
+// tiles at once; without this, every crop thread would decode the same tile), and no decode of a
+// tile that samples in flight still hold.
 class TileLoader {
  public:
   explicit TileLoader(size_t budget) : cache_(budget) {}
@@ -42,13 +43,18 @@ class TileLoader {
     std::shared_ptr<Loading> e;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      // Evicted from the cache but still held by samples in flight: taken back, not decoded again.
+      auto live = live_.find(tile.path);
+      if (auto c = live != live_.end() ? live->second.lock() : nullptr) {
+        cache_.put(tile.path, c);
+        return c;
+      }
       auto& slot = loading_[tile.path];
       if (!slot) slot = std::make_shared<Loading>();
       e = slot;
     }
     // If the decode throws, the flag stays unset: the next sample that needs the tile tries again.
     tbb::collaborative_call_once(e->done, [&] {
-      if ((e->cloud = cache_.get(tile.path))) return;  // put just before this entry was made
       DecodeInfo info;
       auto c = std::make_shared<PointCloud>(
           set.format->decode(tile.path, DecodeOptions{true, OriginPolicy::at({set.origin[0], set.origin[1], set.origin[2]})}, &info));
@@ -59,6 +65,7 @@ class TileLoader {
     });
     {
       std::lock_guard<std::mutex> lock(mu_);
+      live_[tile.path] = e->cloud;  // before the entry goes: a later miss finds the tile here
       auto it = loading_.find(tile.path);
       if (it != loading_.end() && it->second == e) loading_.erase(it);
     }
@@ -74,6 +81,7 @@ class TileLoader {
   SceneCache cache_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Loading>> loading_;
+  std::map<std::string, std::weak_ptr<const PointCloud>> live_;  // every tile decoded, alive or not
 };
 
 class CropTiles : public Stage {

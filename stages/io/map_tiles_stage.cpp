@@ -118,7 +118,7 @@ void register_map_tiles(StageRegistry& r) {
       p_float("min_length", 1.0, "a part of a line cut by the tiles' edge shorter than this is left out (whole lines stay), metres", 0),
       p_float("max_length", 10, "parts longer than this are cut into equal pieces, one sample each (0: never); give "
                                 "split_lines the same", 0),
-      p_int("block", 2, "the order's blocks are block x block tiles: the pieces of one block come together", 1, 64),
+      p_int("block", 3, "the order's blocks are block x block tiles: the pieces of one block come together", 1, 64),
       p_bool("shuffle", true, "shuffle the blocks and the pieces within each block every epoch (seeded by run seed and epoch)"),
   };
   s.factory = [](const Params& p) { return std::make_unique<MapTiles>(p); };
