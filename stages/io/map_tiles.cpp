@@ -57,13 +57,12 @@ PointCloud gather_tiles(const std::vector<TileView>& tiles, const std::vector<st
       throw Error("gather_tiles: tile " + std::to_string(t) + " has other fields or another origin than tile 0");
     n += picks[t].size();
   }
-  out.columns.assign(out.fields.size(), {});
+  out.columns.assign(out.fields.size(), std::vector<float>(n));
   for (size_t f = 0; f < out.fields.size(); ++f) {
-    auto& col = out.columns[f];
-    col.reserve(n);
+    float* to = out.columns[f].data();
     for (size_t t = 0; t < tiles.size(); ++t) {
-      const auto& src = tiles[t].cloud->columns[f];
-      for (uint32_t i : picks[t]) col.push_back(src[i]);
+      const float* src = tiles[t].cloud->columns[f].data();
+      for (uint32_t i : picks[t]) *to++ = src[i];
     }
   }
   return out;
