@@ -14,7 +14,10 @@
 // that load on a shared machine hits both alike; medians are printed, with each run's tile loads
 // and cache hits per epoch.
 //
-// usage: bench_tiled_map [DATA_ROOT] [--reps N] [--epochs E] [--scenes S] [--tile M] [--block B] [--threads T]
+// With --train R it then times the whole training pipeline (CPU, the shipped model, no evaluation)
+// for 2 epochs with each budget, R interleaved reps: trained samples/s of the whole run.
+//
+// usage: bench_tiled_map [DATA_ROOT] [--reps N] [--epochs E] [--scenes S] [--tile M] [--block B] [--threads T] [--train R]
 //        (DATA_ROOT default /tmp/sl_bench_tiles, generated with gen-data's tiled map --map lanelet2
 //        --tile-size M (default 40) and S train scenes (default 16) when it has no train/ folder;
 //        --block B: map_tiles.block, default the pipeline's; --threads T: the run's threads, default all)
@@ -114,6 +117,36 @@ Run run(const std::string& text, const std::vector<std::string>& sets) {
   return out;
 }
 
+// The whole training pipeline (CPU, the shipped model) for `epochs` epochs: trained samples per
+// second of the run (batches of 64, drop_last), with the crop's tile loads.
+Run train_run(const std::string& tiles, const std::string& map, double cache_mb, int epochs) {
+  std::ifstream in(SL_SOURCE_DIR "/pipelines/line_refine_train_tiles.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string ckpt = (fs::temp_directory_path() / "sl_bench_tiled_map_train").string();
+  fs::remove_all(ckpt);
+  const sl::PipelineSpec spec = sl::parse_pipeline(
+      ss.str(), "line_refine_train_tiles.json",
+      {"tiles.root=" + tiles, "tiles.map=" + map, "crop.cache_mb=" + std::to_string(cache_mb), "epochs=" + std::to_string(epochs),
+       "device=cpu", "train.checkpoint.dir=" + ckpt, "train.eval.root=null", "train.log.progress=lines"});
+  sl::RunOptions opt;
+  opt.threads = g_threads;
+  const auto t0 = Clock::now();
+  const sl::RunResult r = sl::run_pipeline(spec, opt);
+  Run out;
+  out.secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  fs::remove_all(ckpt);
+  if (!r.ok) {
+    std::fprintf(stderr, "run failed: %s\n", r.error.c_str());
+    std::exit(1);
+  }
+  for (const auto& st : r.stages)
+    if (st.id == "train") out.samples = st.items_in * 64;
+  out.loads = summary_number(r, "crop", ": ");
+  out.hits = summary_number(r, "crop", " tile loads, ");
+  return out;
+}
+
 Run preprocess(const std::string& tiles, const std::string& map, double cache_mb, int epochs, int block) {
   static const std::string text = pipeline_text();
   std::vector<std::string> sets = {"tiles.root=" + tiles, "tiles.map=" + map, "crop.cache_mb=" + std::to_string(cache_mb),
@@ -126,7 +159,7 @@ Run preprocess(const std::string& tiles, const std::string& map, double cache_mb
 
 int main(int argc, char** argv) {
   std::string root = "/tmp/sl_bench_tiles";
-  int reps = 5, epochs = 3, scenes = 16, block = 0;
+  int reps = 5, epochs = 3, scenes = 16, block = 0, train_reps = 0;
   double tile = 40;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -135,10 +168,11 @@ int main(int argc, char** argv) {
     else if (a == "--scenes" && i + 1 < argc) scenes = std::atoi(argv[++i]);
     else if (a == "--block" && i + 1 < argc) block = std::atoi(argv[++i]);
     else if (a == "--threads" && i + 1 < argc) g_threads = std::atoi(argv[++i]);
+    else if (a == "--train" && i + 1 < argc) train_reps = std::atoi(argv[++i]);
     else if (a == "--tile" && i + 1 < argc) tile = std::atof(argv[++i]);
     else if (a.rfind("--", 0) != 0) root = a;
     else {
-      std::fprintf(stderr, "usage: bench_tiled_map [DATA_ROOT] [--reps N] [--epochs E] [--scenes S] [--tile M] [--block B] [--threads T]\n");
+      std::fprintf(stderr, "usage: bench_tiled_map [DATA_ROOT] [--reps N] [--epochs E] [--scenes S] [--tile M] [--block B] [--threads T] [--train R]\n");
       return 2;
     }
   }
@@ -205,5 +239,18 @@ int main(int argc, char** argv) {
     std::printf("| %s | %.2f | %.0f | %.1f | %.1f |\n", c.name, c.mb, median(c.rate), median(c.loads_per_epoch),
                 median(c.hits_per_epoch));
   std::printf("\nratio small / full: %.3f (target >= 0.70)\n", median(configs[0].rate) / median(configs[1].rate));
+  if (train_reps > 0) {
+    std::vector<double> rate[2];
+    for (int rep = 0; rep < train_reps; ++rep)
+      for (int c = 0; c < 2; ++c) {
+        const Run t = train_run(tiles, map, configs[(size_t)c].mb, 2);
+        rate[c].push_back((double)t.samples / t.secs);
+        std::printf("  train rep %d %-5s  %lld samples in %.2f s: %.0f samples/s, %lld tile loads\n", rep, configs[(size_t)c].name,
+                    (long long)t.samples, t.secs, rate[c].back(), (long long)t.loads);
+        std::fflush(stdout);
+      }
+    std::printf("\ntraining (CPU, 2 epochs, whole runs): small %.0f samples/s, full %.0f samples/s, ratio %.3f\n",
+                median(rate[0]), median(rate[1]), median(rate[0]) / median(rate[1]));
+  }
   return 0;
 }

@@ -75,6 +75,8 @@ class TilesRun : public ::testing::Test {
         "tiles.map=../map.geojson",
         "tiles.categories=[\"line_thin\"]",
         "train.checkpoint.dir=" + dir,
+        "train.eval.root=" + (root_ / "tiles").string(),  // the same tiles: what is checked is that it runs
+        "train.eval.every_epochs=2",
         "train.checkpoint.every_steps=4",
         "train.checkpoint.keep=0",
         "train.log.progress=lines",
@@ -96,6 +98,13 @@ class TilesRun : public ::testing::Test {
   }
   std::string dir(const std::string& name) { return (root_ / name).string(); }
 
+  // The metrics' lines of a type.
+  static int lines_of_type(const std::string& run_dir, const std::string& type) {
+    std::ifstream in(run_dir + "/metrics.jsonl");
+    int n = 0;
+    for (std::string line; std::getline(in, line);) n += line.find("\"type\":\"" + type + "\"") != std::string::npos;
+    return n;
+  }
   // The metrics' epoch lines: per epoch, tile_loads and tile_hits.
   static std::vector<std::pair<int64_t, int64_t>> epoch_counts(const std::string& run_dir) {
     std::ifstream in(run_dir + "/metrics.jsonl");
@@ -127,6 +136,7 @@ TEST_F(TilesRun, SameSeedGivesByteIdenticalCheckpointsAt1And2Threads) {
   EXPECT_EQ(fa.metadata.at("step"), fb.metadata.at("step"));
   EXPECT_EQ(fa.metadata.at("position.epoch"), "3");
   EXPECT_GE(std::stoi(fa.metadata.at("step")), 3 * 6) << "at least 6 batches of 8 pieces an epoch";
+  EXPECT_EQ(lines_of_type(dir("det1"), "eval"), 2) << "after epoch 2 and at the end: the evaluation replays map_tiles";
 }
 
 TEST_F(TilesRun, InterruptedAndResumedRunEndsByteIdenticalToAnUninterruptedOne) {
