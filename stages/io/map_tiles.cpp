@@ -138,20 +138,61 @@ LocalOrder::LocalOrder(const std::vector<BoxXY>& tiles, const std::vector<uint32
     if (home[i] >= tiles.size()) throw Error("LocalOrder: piece " + std::to_string(i) + " has no tile " + std::to_string(home[i]));
     by_block[cell[home[i]]].push_back((uint32_t)i);
   }
-  for (auto& [key, pieces] : by_block) blocks_.push_back(std::move(pieces));
+  for (auto& [key, pieces] : by_block) {
+    cell_of_.push_back(key);
+    blocks_.push_back(std::move(pieces));
+  }
+  // Each block's neighbours sharing an edge (that have pieces), for the walk below.
+  std::map<std::pair<int64_t, int64_t>, uint32_t> id;
+  for (size_t b = 0; b < cell_of_.size(); ++b) id[cell_of_[b]] = (uint32_t)b;
+  next_to_.resize(blocks_.size());
+  for (size_t b = 0; b < cell_of_.size(); ++b) {
+    const auto [r, c] = cell_of_[b];
+    for (const auto& n : {std::make_pair(r - 1, c), std::make_pair(r + 1, c), std::make_pair(r, c - 1), std::make_pair(r, c + 1)}) {
+      auto it = id.find(n);
+      if (it != id.end()) next_to_[b].push_back(it->second);
+    }
+  }
 }
 
 int64_t LocalOrder::at(uint64_t seed, int64_t epoch, int64_t index, int rank, int world) {
   if (epoch != epoch_ || seed != seed_) {
     order_.clear();
     order_.reserve((size_t)n_);
-    std::vector<uint32_t> visit(blocks_.size());
-    for (size_t b = 0; b < visit.size(); ++b) visit[b] = (uint32_t)b;
+    // The blocks in a seeded random walk: the next block is a random not yet visited neighbour of
+    // the current one (so the tiles at the edge it shares with its predecessor are still decoded),
+    // or, where there is none, the next not yet visited block of a seeded shuffle of them all.
+    std::vector<uint32_t> visit;
+    visit.reserve(blocks_.size());
     Rng rng(mix_seed(seed, stream_ + (uint64_t)epoch));
     auto shuffle = [&](std::vector<uint32_t>& v, size_t from) {
       for (size_t i = v.size() - from; i > 1; --i) std::swap(v[from + i - 1], v[from + rng.below(i)]);
     };
-    if (shuffle_) shuffle(visit, 0);
+    std::vector<uint32_t> all(blocks_.size());
+    for (size_t b = 0; b < all.size(); ++b) all[b] = (uint32_t)b;
+    if (!shuffle_) {
+      visit = all;
+    } else {
+      shuffle(all, 0);
+      std::vector<char> done(blocks_.size(), 0);
+      size_t jump = 0;
+      std::vector<uint32_t> open;
+      while (visit.size() < blocks_.size()) {
+        open.clear();
+        if (!visit.empty())
+          for (uint32_t n : next_to_[visit.back()])
+            if (!done[n]) open.push_back(n);
+        uint32_t b;
+        if (!open.empty()) {
+          b = open[rng.below(open.size())];
+        } else {
+          while (done[all[jump]]) ++jump;
+          b = all[jump];
+        }
+        done[b] = 1;
+        visit.push_back(b);
+      }
+    }
     for (uint32_t b : visit) {
       const size_t from = order_.size();
       order_.insert(order_.end(), blocks_[b].begin(), blocks_[b].end());

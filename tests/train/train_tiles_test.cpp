@@ -167,7 +167,7 @@ TEST_F(TilesRun, EpochLinesCountTileLoadsAndHitsWithASmallAndAFullCache) {
   ASSERT_EQ(s.size(), 3u);
   for (const auto& [loads, hits] : s) {
     EXPECT_GE(loads, tiles / 2) << "the lines reach most tiles";
-    EXPECT_LE(loads, 2 * tiles) << "each tile about once an epoch (block rims again)";
+    EXPECT_LE(loads, (int64_t)(1.6 * tiles)) << "each tile about once an epoch (some block rims again; 32-35 here)";
     EXPECT_GT(hits, 2 * loads);
   }
   // A cache that holds the map: every tile decoded once in the run, then only hits.
