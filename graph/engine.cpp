@@ -30,6 +30,15 @@ std::vector<std::string> RunContext::summaries() const {
   std::lock_guard<std::mutex> lock(mu_);
   return summary_;
 }
+void RunContext::count(int64_t epoch, const std::string& name, int64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  counts_[epoch][name] += n;
+}
+std::map<std::string, int64_t> RunContext::counts(int64_t epoch) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = counts_.find(epoch);
+  return it == counts_.end() ? std::map<std::string, int64_t>{} : it->second;
+}
 
 namespace {
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -134,9 +135,16 @@ class RunContext {
   void add_summary(const std::string& line);
   std::vector<std::string> summaries() const;
 
+  // Counters of the data a stage handled for an epoch's items (crop_tiles: tile loads and cache
+  // hits), by the epoch of the item: the trainer writes them when that epoch ends, by which time
+  // every item of the epoch has passed every stage (markers travel in order with the data).
+  void count(int64_t epoch, const std::string& name, int64_t n);
+  std::map<std::string, int64_t> counts(int64_t epoch) const;  // empty when nothing was counted
+
  private:
   mutable std::mutex mu_;
   std::vector<std::string> summary_;
+  std::map<int64_t, std::map<std::string, int64_t>> counts_;
 };
 
 }  // namespace sl

@@ -89,8 +89,10 @@ Metrics read_metrics(const std::string& path) {
       r.err_after_m = number(d, "err_after_m").value_or(NAN);
       r.improved = number(d, "improved").value_or(NAN);
       m.eval.push_back(r);
+    } else if (type == "epoch") {
+      // A data stage's counts for an epoch (tile loads and cache hits of a tiled map): not drawn.
     } else {
-      m.problems.push_back(where + ": unknown \"type\" '" + type + "' (expected train or eval)");
+      m.problems.push_back(where + ": unknown \"type\" '" + type + "' (expected train, eval or epoch)");
     }
   }
   m.lines = n;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <utility>
 
 #include "graph/error.h"
@@ -56,13 +57,12 @@ PointCloud gather_tiles(const std::vector<TileView>& tiles, const std::vector<st
       throw Error("gather_tiles: tile " + std::to_string(t) + " has other fields or another origin than tile 0");
     n += picks[t].size();
   }
-  out.columns.assign(out.fields.size(), {});
+  out.columns.assign(out.fields.size(), std::vector<float>(n));
   for (size_t f = 0; f < out.fields.size(); ++f) {
-    auto& col = out.columns[f];
-    col.reserve(n);
+    float* to = out.columns[f].data();
     for (size_t t = 0; t < tiles.size(); ++t) {
-      const auto& src = tiles[t].cloud->columns[f];
-      for (uint32_t i : picks[t]) col.push_back(src[i]);
+      const float* src = tiles[t].cloud->columns[f].data();
+      for (uint32_t i : picks[t]) *to++ = src[i];
     }
   }
   return out;
@@ -138,20 +138,61 @@ LocalOrder::LocalOrder(const std::vector<BoxXY>& tiles, const std::vector<uint32
     if (home[i] >= tiles.size()) throw Error("LocalOrder: piece " + std::to_string(i) + " has no tile " + std::to_string(home[i]));
     by_block[cell[home[i]]].push_back((uint32_t)i);
   }
-  for (auto& [key, pieces] : by_block) blocks_.push_back(std::move(pieces));
+  for (auto& [key, pieces] : by_block) {
+    cell_of_.push_back(key);
+    blocks_.push_back(std::move(pieces));
+  }
+  // Each block's neighbours sharing an edge (that have pieces), for the walk below.
+  std::map<std::pair<int64_t, int64_t>, uint32_t> id;
+  for (size_t b = 0; b < cell_of_.size(); ++b) id[cell_of_[b]] = (uint32_t)b;
+  next_to_.resize(blocks_.size());
+  for (size_t b = 0; b < cell_of_.size(); ++b) {
+    const auto [r, c] = cell_of_[b];
+    for (const auto& n : {std::make_pair(r - 1, c), std::make_pair(r + 1, c), std::make_pair(r, c - 1), std::make_pair(r, c + 1)}) {
+      auto it = id.find(n);
+      if (it != id.end()) next_to_[b].push_back(it->second);
+    }
+  }
 }
 
 int64_t LocalOrder::at(uint64_t seed, int64_t epoch, int64_t index, int rank, int world) {
   if (epoch != epoch_ || seed != seed_) {
     order_.clear();
     order_.reserve((size_t)n_);
-    std::vector<uint32_t> visit(blocks_.size());
-    for (size_t b = 0; b < visit.size(); ++b) visit[b] = (uint32_t)b;
+    // The blocks in a seeded random walk: the next block is a random not yet visited neighbour of
+    // the current one (so the tiles at the edge it shares with its predecessor are still decoded),
+    // or, where there is none, the next not yet visited block of a seeded shuffle of them all.
+    std::vector<uint32_t> visit;
+    visit.reserve(blocks_.size());
     Rng rng(mix_seed(seed, stream_ + (uint64_t)epoch));
     auto shuffle = [&](std::vector<uint32_t>& v, size_t from) {
       for (size_t i = v.size() - from; i > 1; --i) std::swap(v[from + i - 1], v[from + rng.below(i)]);
     };
-    if (shuffle_) shuffle(visit, 0);
+    std::vector<uint32_t> all(blocks_.size());
+    for (size_t b = 0; b < all.size(); ++b) all[b] = (uint32_t)b;
+    if (!shuffle_) {
+      visit = all;
+    } else {
+      shuffle(all, 0);
+      std::vector<char> done(blocks_.size(), 0);
+      size_t jump = 0;
+      std::vector<uint32_t> open;
+      while (visit.size() < blocks_.size()) {
+        open.clear();
+        if (!visit.empty())
+          for (uint32_t n : next_to_[visit.back()])
+            if (!done[n]) open.push_back(n);
+        uint32_t b;
+        if (!open.empty()) {
+          b = open[rng.below(open.size())];
+        } else {
+          while (done[all[jump]]) ++jump;
+          b = all[jump];
+        }
+        done[b] = 1;
+        visit.push_back(b);
+      }
+    }
     for (uint32_t b : visit) {
       const size_t from = order_.size();
       order_.insert(order_.end(), blocks_[b].begin(), blocks_[b].end());
@@ -163,6 +204,23 @@ int64_t LocalOrder::at(uint64_t seed, int64_t epoch, int64_t index, int rank, in
   if (k < 0 || k >= n_) throw Error("LocalOrder: item " + std::to_string(index) + " of rank " + std::to_string(rank) +
                                     " is past the epoch's " + std::to_string(n_) + " pieces");
   return order_[(size_t)k];
+}
+
+namespace {
+std::mutex g_published_mu;
+std::map<std::string, std::weak_ptr<const TileSet>> g_published;
+}  // namespace
+
+void publish_tile_set(const std::shared_ptr<const TileSet>& tiles) {
+  std::lock_guard<std::mutex> lock(g_published_mu);
+  for (auto it = g_published.begin(); it != g_published.end();) it = it->second.expired() ? g_published.erase(it) : std::next(it);
+  g_published[tiles->dir] = tiles;
+}
+
+std::shared_ptr<const TileSet> published_tile_set(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(g_published_mu);
+  auto it = g_published.find(dir);
+  return it == g_published.end() ? nullptr : it->second.lock();
 }
 
 }  // namespace sl

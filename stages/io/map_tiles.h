@@ -13,12 +13,15 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/message.h"
 #include "stages/geometry/crop.h"
 #include "stages/io/map_lines.h"
+#include "stages/io/tile_set.h"
 
 namespace sl {
 
@@ -63,9 +66,11 @@ std::vector<MapPiece> map_pieces(const SharedMap& map, const std::vector<BoxXY>&
 
 // An epoch's order of pieces that is shuffled yet local. Tiles are grouped into square blocks of
 // block x block tiles (by their box centres on a grid of the median tile size); a piece belongs to
-// its home tile's block. Each epoch the blocks are visited in a seeded order and each block's
-// pieces in a seeded order, so the tiles in use at any time are one block and its rim: a cache of a
-// few blocks' tiles serves a map of any size, each tile decoded about once per epoch. Seeded by
+// its home tile's block. Each epoch the blocks are visited in a seeded random walk (a random
+// unvisited neighbour next, else a random unvisited block) and each block's pieces in a seeded
+// order, so the tiles in use at any time are one block and its rim, mostly shared with the block
+// before: a cache of a few blocks' tiles serves a map of any size, each tile decoded about once
+// per epoch. Seeded by
 // (run seed, stream, epoch) alone: the same at any thread count; ranks are dealt it round-robin as
 // EpochOrder does (stages/io/epoch_order.h), so they walk the same blocks together.
 class LocalOrder {
@@ -78,11 +83,19 @@ class LocalOrder {
 
  private:
   std::vector<std::vector<uint32_t>> blocks_;  // piece ids, ascending, per non-empty block
+  std::vector<std::pair<int64_t, int64_t>> cell_of_;  // each block's (row, column) on the block grid
+  std::vector<std::vector<uint32_t>> next_to_;        // each block's neighbours across an edge
   bool shuffle_;
   uint64_t stream_;
   int64_t n_ = 0, epoch_ = -1;
   uint64_t seed_ = 0;
   std::vector<uint32_t> order_;
 };
+
+// The tile set a map_tiles source opened, found by its folder: the source's samples carry the
+// folder (Scene::ref.cloud_path) and no cloud, and crop_tiles takes their points from these tiles.
+// Held by the source for its run; published for as long as it lives.
+void publish_tile_set(const std::shared_ptr<const TileSet>& tiles);
+std::shared_ptr<const TileSet> published_tile_set(const std::string& dir);  // null: none alive
 
 }  // namespace sl

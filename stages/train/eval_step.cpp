@@ -209,6 +209,10 @@ std::string make_eval_pipeline(const std::string& pipeline_json, const std::stri
       p["root"].SetString(root.c_str(), a);
       p["shuffle"].SetBool(false);
       p["limit"].SetInt(0);
+    } else if (type == "map_tiles") {
+      // The validation tiles (the map path, relative to the tiles' folder, finds the same map).
+      p["root"].SetString(root.c_str(), a);
+      p["shuffle"].SetBool(false);
     } else if (type == "batch") {
       p["drop_last"].SetBool(false);
       bool has_truth = false, has_frame = false;

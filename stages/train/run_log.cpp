@@ -63,6 +63,18 @@ void RunLog::epoch_end(int64_t step) {
   epoch_from_start_ = true;
 }
 
+void RunLog::epoch_counts(int64_t step, int64_t epoch, const std::map<std::string, int64_t>& counts) {
+  if (!rank0_ || counts.empty()) return;
+  std::string line = "{\"type\":\"epoch\",\"step\":" + std::to_string(step) + ",\"epoch\":" + std::to_string(epoch);
+  std::string said;
+  for (const auto& [name, n] : counts) {
+    line += ",\"" + name + "\":" + std::to_string(n);  // names are the stages' own identifiers
+    said += (said.empty() ? "" : ", ") + std::to_string(n) + " " + name;
+  }
+  metrics_.append(line + "}\n");
+  note("epoch " + std::to_string(epoch + 1) + ": " + said);
+}
+
 void RunLog::train_line(int64_t logged_step, int64_t step, int64_t epoch, int64_t samples, float loss, double mean) {
   if (!rank0_) {
     loss_sum_ = 0;

@@ -5,6 +5,7 @@
 // report (report/report.h) that is drawn from them.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "graph/atomic_file.h"
@@ -39,6 +40,9 @@ class RunLog {
   // An epoch ended after `step` steps: the steps per epoch (for the ETA) come from the first one
   // seen whole (a resumed run's first epoch may have started in the middle).
   void epoch_end(int64_t step);
+  // The counters stages kept for that epoch (RunContext::count; e.g. crop_tiles' tile_loads and
+  // tile_hits): an "epoch" line, and a note. Nothing when there are none.
+  void epoch_counts(int64_t step, int64_t epoch, const std::map<std::string, int64_t>& counts);
   // The eval line; returns the sentence that says it ("eval after epoch ...").
   std::string eval(int64_t step, int64_t epoch, const RefineStats& s);
 

@@ -230,6 +230,7 @@ class TrainStep : public Stage {
     pos_ = RankPosition{Position{m.pos.epoch + 1, 0}, 0};
     log_.epoch_end(step_);
     const int64_t finished = m.pos.epoch;
+    log_.epoch_counts(step_, finished, ctx.counts(finished));
     if (rank0_ && !eval_root_.empty() && eval_every_ > 0 && (finished + 1) % eval_every_ == 0 &&
         finished + 1 < ctx.epochs)
       evaluate(ctx, finished);

@@ -1,7 +1,7 @@
 // A tiled map's crops and order (stages/io/map_tiles.h): a crop across the tiles its corridor
 // touches equals crop_polyline on the merged cloud, on random clouds and random noisy lines around
 // tile borders and corners; the local epoch order is a seeded permutation, dealt to ranks like
-// EpochOrder, and a small tile cache walking it decodes each tile about once per epoch.
+// EpochOrder, and a small tile cache walking it decodes each tile about once per epoch (at most 1.4x).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -256,9 +256,10 @@ TEST(MapTiles, LocalOrderDecodesEachTileAboutOncePerEpochWithACacheOfAFifthOfThe
     std::vector<int64_t> lo, so;
     for (int64_t i = 0; i < n; ++i) lo.push_back(local.at(5, epoch, i, 0, 1)), so.push_back(shuffled.at(n, 5, epoch, i, 0, 1));
     const int64_t l = tile_loads(m, lo, budget), s = tile_loads(m, so, budget);
-    // Every tile once, and the rims of blocks (tiles that pieces near a block's edge reach) again.
+    // Every tile once, and some rims of blocks (tiles that pieces near a block's edge reach) again:
+    // 150-158 here; blocks in a plain seeded order (no walk from neighbour to neighbour) gave 199.
     EXPECT_GE(l, (int64_t)tiles);
-    EXPECT_LE(l, (int64_t)(2 * tiles)) << "epoch " << epoch;
+    EXPECT_LE(l, (int64_t)(1.4 * tiles)) << "epoch " << epoch;
     EXPECT_GT(s, 10 * l) << "a plain shuffle thrashes the same cache (the property is the order's)";
   }
 }

@@ -1,0 +1,217 @@
+// crop_tiles: crop_polyline for a tiled map (makes "points"). A sample from map_tiles carries no
+// cloud: its points come from every tile its line's corridor touches (stages/io/map_tiles.h), the
+// tiles decoded with the map's one origin through a byte-budget cache (each tile decoded by one
+// thread; others that need it meanwhile help or wait), one grid index per decoded tile. The result
+// is exactly crop_polyline's on the merged tiles. A sample that has a cloud (infer replaying the
+// pipeline on given clouds) is cropped from it as crop_polyline does. Counts per epoch, for the
+// trainer's epoch lines: tile_loads (decodes) and tile_hits (tiles found decoded).
+#include <tbb/collaborative_call_once.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <vector>
+
+#include "graph/error.h"
+#include "graph/spec.h"
+#include "graph/stage.h"
+#include "stages/geometry/crop.h"
+#include "stages/geometry/index_cache.h"
+#include "stages/geometry/polyline.h"
+#include "stages/io/map_tiles.h"
+#include "stages/io/scene_cache.h"
+
+namespace sl {
+namespace {
+
+// Decoded tiles: the cache, one decode per tile at a time (a block's first samples all want its
+// tiles at once; without this, every crop thread would decode the same tile), and no decode of a
+// tile that samples in flight still hold.
+class TileLoader {
+ public:
+  explicit TileLoader(size_t budget) : cache_(budget) {}
+
+  // The tile, and whether this call decoded it.
+  std::shared_ptr<const PointCloud> get(const TileSet& set, uint32_t t, bool* decoded) {
+    const TileInfo& tile = set.tiles[t];
+    *decoded = false;
+    if (auto c = cache_.get(tile.path)) return c;
+    std::shared_ptr<Loading> e;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // Evicted from the cache but still held by samples in flight: taken back, not decoded again.
+      auto live = live_.find(tile.path);
+      if (auto c = live != live_.end() ? live->second.lock() : nullptr) {
+        cache_.put(tile.path, c);
+        return c;
+      }
+      auto& slot = loading_[tile.path];
+      if (!slot) slot = std::make_shared<Loading>();
+      e = slot;
+    }
+    // If the decode throws, the flag stays unset: the next sample that needs the tile tries again.
+    tbb::collaborative_call_once(e->done, [&] {
+      DecodeInfo info;
+      auto c = std::make_shared<PointCloud>(
+          set.format->decode(tile.path, DecodeOptions{true, OriginPolicy::at({set.origin[0], set.origin[1], set.origin[2]})}, &info));
+      c->fields = {"x", "y", "z", "intensity"};
+      cache_.put(tile.path, c);
+      e->cloud = std::move(c);
+      *decoded = true;
+    });
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      live_[tile.path] = e->cloud;  // before the entry goes: a later miss finds the tile here
+      auto it = loading_.find(tile.path);
+      if (it != loading_.end() && it->second == e) loading_.erase(it);
+    }
+    return e->cloud;
+  }
+  const SceneCache& cache() const { return cache_; }
+
+ private:
+  struct Loading {
+    tbb::collaborative_once_flag done;
+    std::shared_ptr<const PointCloud> cloud;
+  };
+  SceneCache cache_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Loading>> loading_;
+  std::map<std::string, std::weak_ptr<const PointCloud>> live_;  // every tile decoded, alive or not
+};
+
+class CropTiles : public Stage {
+ public:
+  explicit CropTiles(const Params& p)
+      : radius_((float)p.get_float("radius")), z_min_((float)p.get_float("z_min")), z_max_((float)p.get_float("z_max")),
+        min_points_(p.get_int("min_points")), cell_((float)p.get_float("cell")), around_(p.get_string("around")),
+        loader_((size_t)(p.get_float("cache_mb") * 1024 * 1024)) {
+    if (z_min_ > z_max_) fail(p.where("z_min"), "must not exceed z_max");
+    if (z_min_ <= -1e9f) z_min_ = -std::numeric_limits<float>::infinity();  // as crop_polyline: no z band
+    if (z_max_ >= 1e9f) z_max_ = std::numeric_limits<float>::infinity();
+    if (cell_ <= 0) cell_ = radius_ / 2;
+  }
+
+  void process(Item in, const Position&, Emitter& out, RunContext& ctx) override {
+    auto s = std::get<std::shared_ptr<Sample>>(in);
+    if (!s->scene) throw Error(s->describe() + ": crop_tiles needs the sample's scene");
+    const Polyline line = polyline_of(s->at(around_));
+    if (s->scene->cloud) {
+      std::shared_ptr<const GridIndex> hold;
+      s->indices = crop_polyline(*s->scene->cloud, index_.get(s->scene->cloud, cell_, &hold), line, radius_, z_min_, z_max_);
+    } else {
+      crop_from_tiles(*s, line, ctx);
+    }
+    if ((int64_t)s->indices.size() < min_points_) {
+      char why[160];
+      std::snprintf(why, sizeof why, "%zu points within %.2f m of the %s (min_points %lld)", s->indices.size(), radius_,
+                    around_.c_str(), (long long)min_points_);
+      reject(s->describe(), why);
+      return;
+    }
+    out.emit(std::move(s));
+  }
+
+  void finish(RunContext& ctx) override {
+    if (ctx.quiet || loads_ + hits_ == 0) return;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s: %lld tile loads, %lld tile hits; cache peak %.1f MB of %.1f MB budget", id.c_str(),
+                  (long long)loads_, (long long)hits_, loader_.cache().peak_bytes() / 1048576.0,
+                  loader_.cache().budget() / 1048576.0);
+    ctx.add_summary(buf);
+  }
+
+ private:
+  void crop_from_tiles(Sample& s, const Polyline& line, RunContext& ctx) {
+    const TileSet& set = tiles_of(s);
+    const std::vector<uint32_t> touched = set.touching(corridor_box(line, radius_, set.origin));
+    std::vector<std::shared_ptr<const PointCloud>> clouds;
+    std::vector<std::shared_ptr<const GridIndex>> holds(touched.size());
+    std::vector<TileView> views;
+    int64_t loads = 0;
+    for (size_t k = 0; k < touched.size(); ++k) {
+      bool decoded = false;
+      auto c = loader_.get(set, touched[k], &decoded);
+      loads += decoded;
+      if (c->size() == 0) continue;  // a tile without points adds none
+      views.push_back({c.get(), &index_.get(c, cell_, &holds[k])});
+      clouds.push_back(std::move(c));
+    }
+    ctx.count(s.epoch, "tile_loads", loads);
+    ctx.count(s.epoch, "tile_hits", (int64_t)touched.size() - loads);
+    loads_ += loads;
+    hits_ += (int64_t)touched.size() - loads;
+    auto picks = crop_polyline_tiles(views, line, radius_, z_min_, z_max_);
+    // One tile with points: the sample keeps that tile and the ids; several: their points gathered
+    // into one small cloud (the same points in the same order either way).
+    size_t with_points = 0, last = 0;
+    for (size_t v = 0; v < picks.size(); ++v)
+      if (!picks[v].empty()) ++with_points, last = v;
+    auto scene = std::make_shared<Scene>(*s.scene);
+    if (with_points <= 1 && !views.empty()) {
+      scene->cloud = clouds[last];
+      s.indices = std::move(picks[last]);
+    } else {
+      auto g = std::make_shared<PointCloud>(gather_tiles(views, picks));
+      s.indices.resize(g->size());
+      std::iota(s.indices.begin(), s.indices.end(), 0u);
+      scene->cloud = std::move(g);
+    }
+    s.scene = std::move(scene);
+  }
+
+  const TileSet& tiles_of(const Sample& s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!tiles_ || tiles_->dir != s.scene->ref.cloud_path) {
+      tiles_ = published_tile_set(s.scene->ref.cloud_path);
+      if (!tiles_)
+        throw Error(s.describe() + ": has no cloud and no tiles (crop_tiles takes the samples of a map_tiles source, or "
+                                   "samples whose scene has its cloud)");
+    }
+    return *tiles_;
+  }
+
+  float radius_, z_min_, z_max_;
+  int64_t min_points_;
+  float cell_;
+  std::string around_;
+  TileLoader loader_;
+  IndexCache index_;
+  std::mutex mu_;
+  std::shared_ptr<const TileSet> tiles_;
+  std::atomic<int64_t> loads_{0}, hits_{0};
+};
+
+void register_crop_tiles(StageRegistry& r) {
+  StageSchema s;
+  s.type = "crop_tiles";
+  s.group = "geometry";
+  s.doc = "crop_polyline over a tiled map: the points of every tile the (noisy) line's corridor touches, tiles through a "
+          "byte-budget cache, one grid index per tile";
+  s.input = s.output = Kind::Sample;
+  s.requires_from_param = "around";
+  s.produces_keys = {"points"};
+  s.default_threads = "auto";
+  s.default_policy = ErrorPolicy::Skip;
+  s.params = {
+      p_pos_float("radius", 2.0, "horizontal distance to the line, metres"),
+      p_string("around", "noisy_line", "the line to crop around: noisy_line (what inference has) or line (the truth)",
+               {"noisy_line", "line"}),
+      p_float("z_min", -1e9, "lowest z offset from the line kept, metres (-1e9: no lower bound)"),
+      p_float("z_max", 1e9, "highest z offset from the line kept, metres (1e9: no upper bound)"),
+      p_int("min_points", 32, "samples with fewer cropped points are dropped (counted)", 1),
+      p_float("cell", 0, "grid cell size of each tile's index, metres (0: half the radius)", 0),
+      p_float("cache_mb", 2048, "decoded tiles kept, MB (tiles in use by samples in flight are held besides)", 0),
+  };
+  s.factory = [](const Params& p) { return std::make_unique<CropTiles>(p); };
+  r.add(std::move(s));
+}
+
+SL_REGISTER_STAGES(register_crop_tiles);
+
+}  // namespace
+}  // namespace sl
