@@ -169,7 +169,11 @@ std::vector<std::string> trained_categories(const std::string& checkpoint, const
   const PipelineSpec spec = recorded ? parse_recorded_pipeline(text, where) : parse_pipeline(text, where);
   for (const auto& s : spec.stages) {
     const StageSchema& schema = *s.schema;
-    if (schema.infer != InferRole::Data || schema.input != Kind::Scene || schema.output != Kind::Scene) continue;
+    // The stage that picks a scene's lines: read_lines_json / read_map_lines (Scene -> Scene) or
+    // a source that makes the scenes from a map (map_tiles).
+    if (schema.infer != InferRole::Data || schema.output != Kind::Scene ||
+        (schema.input != Kind::Scene && schema.input != Kind::None))
+      continue;
     for (const auto& p : schema.params)
       if (p.name == "categories" && p.type == ParamType::StringList) return spec.params(s.index).get_strings("categories");
   }

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "graph/atomic_file.h"
@@ -301,6 +303,19 @@ TEST(RefineMap, ASidewaysOffsetMovesEachWayToItsLeftAndTheSharedCornerByTheMean)
       for (int c = 0; c < 3; ++c)
         EXPECT_NEAR(back.vertices[v].world[c], m.vertices[v].world[c] + r.d[v][c], 2e-6) << name << " vertex " << v;
   }
+}
+
+// infer --map's default categories are the ones the checkpoint's pipeline trained on, whichever
+// stage picked the lines: read_map_lines (Scene -> Scene) or the tiled map's source, map_tiles.
+TEST(RefineMap, TrainedCategoriesAreFoundInTheLinesStageOrInTheTiledMapSource) {
+  auto text_of = [](const std::string& name) {
+    std::ifstream f(std::string(SL_SOURCE_DIR) + "/pipelines/" + name);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const std::vector<std::string> want = {"line_thin", "curbstone"};
+  EXPECT_EQ(trained_categories("", text_of("line_refine_train_map.json")), want);
+  EXPECT_EQ(trained_categories("", text_of("line_refine_train_tiles.json")), want);
+  EXPECT_EQ(trained_categories("", text_of("line_refine_train.json")), (std::vector<std::string>{"lane_marking", "curb"}));
 }
 
 }  // namespace
