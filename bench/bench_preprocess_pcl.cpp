@@ -20,6 +20,7 @@
 // preprocessing it in a child process beside the size of the decoded cloud.
 //
 // usage: bench_preprocess_pcl [DATA_ROOT] [--reps N] [--epochs E] [--no-numpy] [--no-tile | --only-tile]
+//                             [--tile-reps N]  (the tile section's reps; default min(--reps, 3))
 //        (DATA_ROOT default: /tmp/sl_bench_preprocess, generated with the default GenConfig
 //        when it has no train/ folder)
 #include <pcl/filters/crop_box.h>
@@ -347,7 +348,7 @@ int main(int argc, char** argv) {
   sl::keep_freed_memory();  // as the streamline CLI runs pipelines (graph/memory.h)
   if (argc == 4 && std::string(argv[1]) == "--tile-child") return tile_child(argv[2], std::atoi(argv[3]));
   std::string root = "/tmp/sl_bench_preprocess";
-  int reps = 5, epochs = 2;
+  int reps = 5, epochs = 2, tile_reps = 0;
   bool numpy = true, tile = true, only_tile = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -356,6 +357,7 @@ int main(int argc, char** argv) {
     else if (a == "--no-numpy") numpy = false;
     else if (a == "--no-tile") tile = false;
     else if (a == "--only-tile") only_tile = true;
+    else if (a == "--tile-reps" && i + 1 < argc) tile_reps = std::max(1, std::atoi(argv[++i]));
     else root = a;
   }
   if (!fs::is_directory(root + "/train")) {
@@ -363,8 +365,9 @@ int main(int argc, char** argv) {
     sl::generate_dataset(root, sl::GenConfig{});
   }
   const int n_cores = (int)std::max(1u, std::thread::hardware_concurrency());
+  if (tile_reps == 0) tile_reps = std::min(reps, 3);  // each rep is 2 child runs of a 20 M-point tile
   if (only_tile) {
-    tile_section(argv[0], root, std::min(reps, 3), n_cores);
+    tile_section(argv[0], root, tile_reps, n_cores);
     return 0;
   }
   std::vector<SceneFiles> scenes;
@@ -457,6 +460,6 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
   std::printf("\nStage table of the last 1-thread, cache-off run:\n\n%s\n", report_1t.c_str());
-  if (tile) tile_section(argv[0], root, std::min(reps, 3), cores);
+  if (tile) tile_section(argv[0], root, tile_reps, cores);
   return 0;
 }
