@@ -7,6 +7,7 @@
 // trainer's epoch lines: tile_loads (decodes) and tile_hits (tiles found decoded).
 #include <tbb/collaborative_call_once.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -35,8 +36,11 @@ class TileLoader {
  public:
   explicit TileLoader(size_t budget) : cache_(budget) {}
 
-  // The tile, and whether this call decoded it.
-  std::shared_ptr<const PointCloud> get(const TileSet& set, uint32_t t, bool* decoded) {
+  // The tile, and whether this call decoded it. With wait = false, a tile that another thread is
+  // decoding right now is not waited for: null comes back, and the caller does its other tiles
+  // first (at a block's start every crop thread wants the same new tiles; they then decode
+  // different ones instead of one decoding while the others wait).
+  std::shared_ptr<const PointCloud> get(const TileSet& set, uint32_t t, bool* decoded, bool wait = true) {
     const TileInfo& tile = set.tiles[t];
     *decoded = false;
     if (auto c = cache_.get(tile.path)) return c;
@@ -53,6 +57,7 @@ class TileLoader {
       if (!slot) slot = std::make_shared<Loading>();
       e = slot;
     }
+    if (e->claimed.exchange(true) && !wait) return nullptr;
     // If the decode throws, the flag stays unset: the next sample that needs the tile tries again.
     tbb::collaborative_call_once(e->done, [&] {
       DecodeInfo info;
@@ -75,6 +80,7 @@ class TileLoader {
 
  private:
   struct Loading {
+    std::atomic<bool> claimed{false};  // a thread has come to decode it (or is done)
     tbb::collaborative_once_flag done;
     std::shared_ptr<const PointCloud> cloud;
   };
@@ -133,10 +139,18 @@ class CropTiles : public Stage {
     std::vector<std::shared_ptr<const GridIndex>> holds(touched.size());
     std::vector<TileView> views;
     int64_t loads = 0;
+    // The tiles in touched order (the crop's order); those another thread is decoding are taken
+    // after the rest.
+    std::vector<std::shared_ptr<const PointCloud>> got(touched.size());
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t k = 0; k < touched.size(); ++k) {
+        if (got[k]) continue;
+        bool decoded = false;
+        got[k] = loader_.get(set, touched[k], &decoded, /*wait=*/pass == 1);
+        loads += decoded;
+      }
     for (size_t k = 0; k < touched.size(); ++k) {
-      bool decoded = false;
-      auto c = loader_.get(set, touched[k], &decoded);
-      loads += decoded;
+      auto& c = got[k];
       if (c->size() == 0) continue;  // a tile without points adds none
       views.push_back({c.get(), &index_.get(c, cell_, &holds[k])});
       clouds.push_back(std::move(c));

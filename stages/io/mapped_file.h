@@ -1,5 +1,8 @@
 // A read-only view of a whole file, memory-mapped: the readers decode straight from the page
 // cache in one pass instead of copying the file into a buffer first (see bench/results/pcd_read.md).
+// A small file (up to kReadMax: a map tile, a scene) is read into memory instead: mapping it costs
+// more than copying it (populating the page table, then madvise and munmap, each of which stops the
+// other threads' cores to flush their TLBs), and a tiled map loads such files all the time.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -30,10 +33,13 @@ class MappedFile {
   // Files up to this size are read in ahead in one go (MAP_POPULATE: one bulk fault-in instead
   // of one page fault per 4 KiB); larger ones are faulted in as the reader goes, and released.
   static constexpr size_t kPopulateMax = size_t(64) << 20;
+  // Files up to this size are read (pread) into a buffer, not mapped (see the top of this file).
+  static constexpr size_t kReadMax = size_t(1) << 20;
 
  private:
   const char* data_ = nullptr;
   size_t size_ = 0;
+  bool mapped_ = false;  // data_ is a mapping (else a buffer of new[], or null)
   mutable size_t released_ = 0;
 };
 

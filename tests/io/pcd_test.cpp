@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -142,6 +143,43 @@ TEST(PcdRoundTrip, LargeBinaryCloudsReadWhileReleasingTheFilePagesAreBitExact) {
   f.release(f.size() / 3);  // behind the last release: nothing to do
   ASSERT_EQ(f.size(), bytes.size());
   EXPECT_EQ(std::memcmp(f.data(), bytes.data(), bytes.size()), 0);
+}
+
+// A file up to MappedFile::kReadMax is read into a buffer, a larger one mapped: both give the
+// file's bytes (random, so an off-by-one or a short read shows), release is harmless on both, an
+// empty file is null, and a small PCD decodes alike through either (the tile sizes of a map).
+TEST(MappedFile, SmallFilesAreReadLargeOnesMappedWithTheSameBytes) {
+  TempDir tmp;
+  std::mt19937 rng(7);
+  for (size_t size : {size_t(1), size_t(4095), sl::MappedFile::kReadMax - 1, sl::MappedFile::kReadMax,
+                      sl::MappedFile::kReadMax + 1, sl::MappedFile::kReadMax + 4096 * 3 + 5}) {
+    std::string bytes(size, '\0');
+    for (auto& ch : bytes) ch = (char)(rng() & 0xff);
+    const std::string p = tmp.path("f_" + std::to_string(size));
+    sl::write_file_atomic(p, bytes);
+    sl::MappedFile f(p);
+    ASSERT_EQ(f.size(), size);
+    ASSERT_NE(f.data(), nullptr);
+    EXPECT_EQ(std::memcmp(f.data(), bytes.data(), size), 0) << size;
+    f.release(size / 2);
+    f.release_range(0, size);
+    EXPECT_EQ(std::memcmp(f.data() + size - 1, bytes.data() + size - 1, 1), 0) << size;
+  }
+  const std::string empty = tmp.path("empty");
+  sl::write_file_atomic(empty, "");
+  sl::MappedFile e(empty);
+  EXPECT_EQ(e.size(), 0u);
+  EXPECT_EQ(e.data(), nullptr);
+  // One cloud written small (read) and large (mapped): the same values.
+  for (size_t n : {size_t(9000), size_t(90000)}) {  // 144 KB and 1.4 MB of binary PCD
+    PointCloud c = sl::test::random_cloud(n, {"x", "y", "z", "intensity"}, 3 + (int)n);
+    const std::string pcd = tmp.path("c_" + std::to_string(n) + ".pcd");
+    sl::write_pcd(pcd, c, PcdDataMode::Binary);
+    EXPECT_EQ(std::filesystem::file_size(pcd) > sl::MappedFile::kReadMax, n == 90000);
+    PcdReadOptions keep;
+    keep.drop_nan = false;
+    expect_same_cloud(c, sl::read_pcd(pcd, keep));
+  }
 }
 
 TEST(PcdRoundTrip, NanAndInfSurviveEveryModeWhenNotDropped) {
