@@ -35,18 +35,47 @@ std::optional<double> number(const rapidjson::Value& o, const char* k) {
 
 Metrics read_metrics(const std::string& path) {
   Metrics m;
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (!ec && fs::exists(st) && !fs::is_regular_file(st)) {
+    // A device (/dev/zero never ends), a pipe (may never be written) or a folder: not read.
+    m.problems.push_back(path + ": not a regular file (a folder, device or pipe): not read");
+    return m;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     m.problems.push_back(path + ": cannot be opened (" + (fs::exists(path) ? "unreadable" : "no such file") + ")");
     return m;
   }
+  // A metrics line is a few hundred bytes: a longer one is garbage (a file named by a tampered
+  // run.json, or no metrics file at all) and is skipped to its newline, not held in memory.
+  constexpr size_t kMaxLine = size_t(1) << 20;
+  std::streambuf* sb = in.rdbuf();
   std::string line;
   int64_t n = 0;
-  while (std::getline(in, line)) {
+  for (;;) {
+    line.clear();
+    bool too_long = false, at_end = false, any = false;
+    for (;;) {
+      const int c = sb->sbumpc();
+      if (c == std::char_traits<char>::eof()) {
+        at_end = true;
+        break;
+      }
+      any = true;
+      if (c == '\n') break;
+      if (line.size() < kMaxLine) line.push_back((char)c);
+      else too_long = true;
+    }
+    if (!any) break;
     ++n;
-    const bool last_unterminated = in.eof();  // getline hit the end without a newline
-    if (line.empty()) continue;
+    const bool last_unterminated = at_end;  // the file ended without a newline
     const std::string where = path + ":" + std::to_string(n);
+    if (too_long) {
+      m.problems.push_back(where + ": a line of more than " + std::to_string(kMaxLine) + " bytes: not a metrics line");
+      continue;
+    }
+    if (line.empty()) continue;
     if (json_depth_exceeded_at(line) >= 0) {
       m.problems.push_back(where + ": JSON nested deeper than " + std::to_string(kJsonMaxDepth) + " levels");
       continue;
@@ -136,7 +165,9 @@ RunData load_run(const std::string& dir) {
   RunData r;
   r.dir = dir;
   const std::string facts_path = (fs::path(dir) / "run.json").string();
-  if (fs::exists(facts_path)) {
+  if (fs::exists(facts_path) && !fs::is_regular_file(facts_path)) {
+    r.notes.push_back(facts_path + ": not a regular file (a folder, device or pipe): no run facts");
+  } else if (fs::exists(facts_path)) {
     try {
       r.facts = parse_run_facts(read_file(facts_path), facts_path);
     } catch (const Error& e) {
@@ -151,7 +182,9 @@ RunData load_run(const std::string& dir) {
   r.metrics = read_metrics(r.metrics_path);
   for (auto& n : drop_superseded(r.metrics)) r.notes.push_back(n);
   const std::string ex_path = (fs::path(dir) / "eval_examples.json").string();
-  if (fs::exists(ex_path)) {
+  if (fs::exists(ex_path) && !fs::is_regular_file(ex_path)) {
+    r.notes.push_back(ex_path + ": not a regular file (a folder, device or pipe): no before/after pictures");
+  } else if (fs::exists(ex_path)) {
     try {
       r.examples = parse_eval_examples(read_file(ex_path), ex_path);
     } catch (const Error& e) {

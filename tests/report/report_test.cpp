@@ -2,6 +2,7 @@
 // files it was made from (short and long runs, cut metrics), and the page rendered by a real
 // browser (Debian's chromium, headless) into a PNG that is checked.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <png.h>
 #include <sys/wait.h>
 
@@ -376,6 +377,37 @@ TEST(Report, BadRunJsonAndExamplesAreNotesAndAMissingFolderIsAnErrorNamingIt) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no_such_run: not a folder"), std::string::npos) << e.what();
   }
+}
+
+// What a run folder names is read only when it is a regular file of sane lines: a tampered
+// run.json naming /dev/zero (which never ends) as the metrics, a folder or a FIFO (which may
+// never be written) in place of the examples, and a line of megabytes end as problems, not as
+// a hang or the memory filled.
+TEST(Report, DevicesPipesAndEndlessLinesAreProblemsNotAHang) {
+  test::TempDir dir;
+  {
+    const Metrics m = read_metrics("/dev/zero");
+    ASSERT_EQ(m.problems.size(), 1u);
+    EXPECT_NE(m.problems[0].find("/dev/zero: not a regular file"), std::string::npos) << m.problems[0];
+  }
+  const FakeRun run = write_metrics(dir.path("good.jsonl"), 3, 1, 100, 4);
+  std::string text = run.train_lines[0] + "\n" + std::string((size_t(1) << 20) + 10, 'x') + "\n" + run.train_lines[1] + "\n";
+  write_file_atomic(dir.path("metrics.jsonl"), text);
+  const Metrics m = read_metrics(dir.path("metrics.jsonl"));
+  EXPECT_EQ(m.train.size(), 2u);
+  ASSERT_EQ(m.problems.size(), 1u);
+  EXPECT_NE(m.problems[0].find("metrics.jsonl:2: a line of more than 1048576 bytes"), std::string::npos) << m.problems[0];
+
+  RunFacts f;
+  f.metrics_path = "/dev/zero";
+  write_file_atomic(dir.path("run.json"), to_json(f));
+  ASSERT_EQ(::mkfifo(dir.path("eval_examples.json").c_str(), 0600), 0);
+  const RunData r = load_run(dir.path(""));
+  EXPECT_EQ(r.metrics_path, "/dev/zero");
+  ASSERT_EQ(r.metrics.problems.size(), 1u);
+  bool pipe_said = false;
+  for (const auto& note : r.notes) pipe_said |= note.find("eval_examples.json: not a regular file") != std::string::npos;
+  EXPECT_TRUE(pipe_said);
 }
 
 TEST(Report, RunFactsAndEvalExamplesRoundTripThroughTheirFiles) {
