@@ -80,6 +80,31 @@ struct Reader {
   std::vector<RawLine> lines;
   std::vector<VertexSource> verts;
   std::map<std::string, int64_t> skipped;
+  std::vector<VectorMap::BBoxSource> bboxes;
+
+  static bool is_bbox(const rapidjson::GenericMember<rapidjson::UTF8<>, rapidjson::MemoryPoolAllocator<>>& m) {
+    return std::string_view(m.name.GetString(), m.name.GetStringLength()) == "bbox";
+  }
+  // A "bbox" member at the walk's position: recorded (its index in bboxes; the caller sets the
+  // vertex range when the object ends) when it is 4 or 6 finite numbers, else passed over as
+  // any other member (-1): a bbox is optional, and one of another shape is left as it is.
+  int64_t bbox(const Value& v) {
+    bool ok = v.IsArray() && (v.Size() == 4 || v.Size() == 6);
+    for (rapidjson::SizeType k = 0; ok && k < v.Size(); ++k) ok = v[k].IsNumber() && std::isfinite(v[k].GetDouble());
+    if (!ok || w.next + v.Size() > w.spans.size()) {
+      w.skip(v);
+      return -1;
+    }
+    VectorMap::BBoxSource b;
+    b.dims = int(v.Size() / 2);
+    for (rapidjson::SizeType k = 0; k < v.Size(); ++k) b.raw[k] = v[k].GetDouble(), b.at[k] = w.spans[w.next++];
+    bboxes.push_back(b);
+    return int64_t(bboxes.size()) - 1;
+  }
+  // The object that began when verts held `v0` ends now: its bbox (if any) bounds what came since.
+  void bound(int64_t index, size_t v0) {
+    if (index >= 0) bboxes[(size_t)index].v0 = uint32_t(v0), bboxes[(size_t)index].v1 = uint32_t(verts.size());
+  }
 
   std::string category_of(const Value* props, const std::string& fp) {
     auto text_of = [&](const std::string& key) -> std::optional<std::string> {
@@ -144,7 +169,13 @@ struct Reader {
       return;
     }
     bool seen = false;
+    const size_t v0 = verts.size();
+    int64_t box = -1;
     for (const auto& m : g.GetObject()) {
+      if (box < 0 && is_bbox(m)) {
+        box = bbox(m.value);
+        continue;
+      }
       if (seen || std::string_view(m.name.GetString(), m.name.GetStringLength()) != "coordinates") {
         w.skip(m.value);
         continue;
@@ -165,6 +196,7 @@ struct Reader {
       }
     }
     if (!seen) w.bad(ptr, "a " + type + " needs \"coordinates\"");
+    bound(box, v0);
   }
 
   void feature(const Value& f, int64_t index, const std::string& ptr) {
@@ -180,15 +212,20 @@ struct Reader {
     }
     const std::string category = category_of(props, ptr);
     bool seen = false;
+    const size_t v0 = verts.size();
+    int64_t box = -1;
     for (const auto& m : f.GetObject()) {
       if (!seen && std::string_view(m.name.GetString(), m.name.GetStringLength()) == "geometry") {
         seen = true;
         geometry(m.value, index, ptr + "/geometry", category);
+      } else if (box < 0 && is_bbox(m)) {
+        box = bbox(m.value);
       } else {
         w.skip(m.value);
       }
     }
     if (!seen) w.bad(ptr, "a Feature needs a \"geometry\" member (null for none)");
+    bound(box, v0);
   }
 };
 
@@ -271,7 +308,12 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
   const std::string type(t->value.GetString(), t->value.GetStringLength());
   if (type == "FeatureCollection") {
     bool seen = false;
+    int64_t box = -1;
     for (const auto& m : doc.GetObject()) {
+      if (box < 0 && Reader::is_bbox(m)) {
+        box = r.bbox(m.value);
+        continue;
+      }
       if (seen || std::string_view(m.name.GetString(), m.name.GetStringLength()) != "features") {
         r.w.skip(m.value);
         continue;
@@ -281,6 +323,7 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
       for (rapidjson::SizeType i = 0; i < m.value.Size(); ++i) r.feature(m.value[i], i, "/features/" + std::to_string(i));
     }
     if (!seen) r.w.bad("", "a FeatureCollection needs \"features\"");
+    r.bound(box, 0);
   } else if (type == "Feature") {
     r.feature(doc, 0, "");
   } else {
@@ -371,6 +414,7 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
   }
   map.counts = std::move(r.skipped);
   map.vertex_source = std::move(r.verts);
+  map.bboxes = std::move(r.bboxes);
   map.source = text;
   return map;
 }
@@ -383,6 +427,7 @@ std::string render_geojson(const VectorMap& map, const std::vector<Vec3d>& d, Ma
   MapWriteReport r;
   std::vector<BytePatch> patches;
   const bool as_is = map.coordinates_as_is;
+  std::vector<std::optional<std::array<double, 3>>> moved(map.vertices.size());  // the new numbers
   for (size_t v = 0; v < map.vertices.size(); ++v) {
     const VertexSource& s = map.vertex_source[v];
     Vec3d m = d[v];
@@ -410,6 +455,23 @@ std::string render_geojson(const VectorMap& map, const std::vector<Vec3d>& d, Ma
       patches.push_back({s.raw_at[1], format_shortest(raw[1])});
     }
     if (m[2] != 0) patches.push_back({s.raw_at[2], format_shortest(raw[2] + m[2])});
+    // As they will read back: the shortest text of each number is that very double.
+    moved[v] = std::array<double, 3>{raw[0], raw[1], raw[2] + m[2]};
+  }
+  // Each bbox grows to hold its moved positions (an antimeridian-crossing one, west > east, is
+  // left as it is). Only numbers that change are rewritten.
+  for (const auto& b : map.bboxes) {
+    const int n = b.dims;
+    if (b.raw[0] > b.raw[n]) continue;
+    std::array<double, 6> box = b.raw;
+    for (uint32_t v = b.v0; v < b.v1; ++v) {
+      if (!moved[v]) continue;
+      const auto& q = *moved[v];
+      const int dims = n == 3 && map.vertex_source[v].dims >= 3 ? 3 : 2;
+      for (int c = 0; c < dims; ++c) box[c] = std::min(box[c], q[c]), box[n + c] = std::max(box[n + c], q[c]);
+    }
+    for (int k = 0; k < 2 * n; ++k)
+      if (box[k] != b.raw[k]) patches.push_back({b.at[k], format_shortest(box[k])});
   }
   if (report) *report = r;
   return apply_patches(map.source, std::move(patches));

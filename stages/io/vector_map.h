@@ -99,6 +99,17 @@ struct VectorMap {
   // GeoJSON: the file's own projected CRS (its "crs" member), and whether world = the file's numbers.
   Projection file_crs;
   bool coordinates_as_is = false;
+  // GeoJSON "bbox" members (RFC 7946 section 5) of the root, the features and the line geometries:
+  // their numbers as written, where they are, and the vertices of the object each bounds
+  // (vertex_source[v0, v1): an object's positions are consecutive). A write-back that moves a
+  // vertex out of a bbox grows that bbox to hold it, so the written file keeps valid bboxes.
+  struct BBoxSource {
+    int dims = 2;  // 2: [west, south, east, north]; 3: [west, south, low, east, north, high]
+    std::array<double, 6> raw{};
+    std::array<ByteSpan, 6> at{};
+    uint32_t v0 = 0, v1 = 0;
+  };
+  std::vector<BBoxSource> bboxes;
 
   std::string label(size_t line) const;  // "way 1234 (line_thin:solid)", "feature 3 part 1 (curb)"
 };

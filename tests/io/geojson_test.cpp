@@ -142,6 +142,58 @@ TEST(GeoJson, ZeroRefinementIsByteIdenticalAndMovesChangeOnlyThoseNumbers) {
   EXPECT_EQ(out.substr(out.find("]]]", a)), text.substr(b));
 }
 
+// RFC 7946 section 5: a bbox holds its object's coordinates. The collection's, a feature's and a
+// geometry's bbox (2D and 3D) grow to hold a vertex moved out of them, by exactly the moved
+// number; a move that stays inside, a zero refinement, a bbox of another shape and one across
+// the antimeridian are written as they were.
+TEST(GeoJson, BboxesGrowToHoldMovedVerticesAndStayAsWrittenOtherwise) {
+  const std::string text = R"({"type": "FeatureCollection", "bbox": [10, 0, 180, 23],
+  "features": [
+    {"type": "Feature", "bbox": [10, 20, 0.0, 11, 21, 5.0], "properties": {"type": "a"},
+     "geometry": {"type": "LineString", "coordinates": [[10, 20, 1], [11, 21, 2]], "bbox": [10, 20, 11, 21]}},
+    {"type": "Feature", "properties": {"type": "b"},
+     "geometry": {"bbox": [12, 22, 13, 23], "type": "LineString", "coordinates": [[12, 22], [13, 23]]}},
+    {"type": "Feature", "properties": {"type": "c"}, "bbox": [1, 2, "x", 4],
+     "geometry": {"type": "LineString", "coordinates": [[12.5, 22.5], [12.75, 22.75]]}},
+    {"type": "Feature", "properties": {"type": "d"}, "bbox": [179.5, 0, -179.5, 1],
+     "geometry": {"type": "LineString", "coordinates": [[179.75, 0.5], [179.8, 0.75]]}}
+  ]})";
+  MapReadOptions o;
+  o.projection.kind = "local";  // the numbers as they are (metres): moves are exact in the file
+  const VectorMap m = parse_geojson(text, "b.geojson", o);
+  ASSERT_EQ(m.bboxes.size(), 5u);  // root, feature 0, its geometry, feature 1's geometry, feature 3
+  std::vector<Vec3d> d(m.vertices.size(), Vec3d{0, 0, 0});
+  EXPECT_EQ(render_vector_map(m, d), text);
+  // inside every bbox: nothing but the vertex changes
+  d[m.lines[1].vertex[0]] = {0.5, 0.25, 0};
+  std::string out = render_vector_map(m, d);
+  EXPECT_NE(out.find("[[12.5, 22.25], [13, 23]]"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("bbox": [12, 22, 13, 23])"), std::string::npos) << out;
+  // out of them: feature 0's last vertex east, north and up; feature 1's first vertex west
+  d.assign(m.vertices.size(), Vec3d{0, 0, 0});
+  d[m.lines[0].vertex[1]] = {0.5, 0.25, 4};
+  d[m.lines[1].vertex[0]] = {-2.5, 0, 0};
+  d[m.lines[2].vertex[0]] = {5, 5, 0};      // a bbox of another shape: left as written
+  d[m.lines[3].vertex[1]] = {0.5, 0, 0};    // across the antimeridian: left as written
+  out = render_vector_map(m, d);
+  EXPECT_NE(out.find(R"("bbox": [9.5, 0, 180.3, 27.5],)"), std::string::npos) << out;            // root
+  EXPECT_NE(out.find(R"("bbox": [10, 20, 0.0, 11.5, 21.25, 6],)"), std::string::npos) << out;     // feature 0, 3D
+  EXPECT_NE(out.find(R"([[10, 20, 1], [11.5, 21.25, 6]], "bbox": [10, 20, 11.5, 21.25]})"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("bbox": [9.5, 22, 13, 23], "type")"), std::string::npos) << out;        // feature 1's geometry
+  EXPECT_NE(out.find(R"("bbox": [1, 2, "x", 4])"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("bbox": [179.5, 0, -179.5, 1])"), std::string::npos) << out;
+  // and every bbox read back holds its object's positions (but the antimeridian one's)
+  const VectorMap back = parse_geojson(out, "out.geojson", o);
+  for (const auto& b : back.bboxes) {
+    if (b.raw[0] > b.raw[b.dims]) continue;
+    for (uint32_t v = b.v0; v < b.v1; ++v)
+      for (int c = 0; c < 2; ++c) {
+        EXPECT_GE(back.vertices[v].world[c], b.raw[c]);
+        EXPECT_LE(back.vertices[v].world[c], b.raw[b.dims + c]);
+      }
+  }
+}
+
 TEST(GeoJson, LonLatMovesAreWrittenBackThroughTheInverseProjection) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<double> u(0, 1);
