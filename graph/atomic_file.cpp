@@ -1,13 +1,17 @@
 #include "graph/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <set>
 
 #include "graph/error.h"
 
@@ -52,8 +56,43 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   write_file_atomic(path, &bytes, 1);
 }
 
+size_t remove_stale_temp_files(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  size_t removed = 0;
+  const auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(dir.empty() ? "." : dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const size_t at = name.rfind(".tmp.sl");
+    if (at == std::string::npos || at == 0 || at + 7 >= name.size()) continue;
+    const std::string digits = name.substr(at + 7);
+    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::stol(digits);
+    if (pid <= 0 || pid == (long)::getpid()) continue;
+    if (::kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to ask about)
+    std::error_code e2;
+    if (!it->is_regular_file(e2)) continue;
+    const auto mtime = fs::last_write_time(it->path(), e2);
+    if (e2 || now - mtime < std::chrono::minutes(1)) continue;  // another host's writer, maybe
+    if (fs::remove(it->path(), e2)) ++removed;
+  }
+  return removed;
+}
+
 void write_file_atomic(const std::string& path, const std::string_view* pieces, size_t count) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    // Once per folder per process: a crashed earlier run's temporary files (see the header).
+    static std::mutex mu;
+    static std::set<std::string> swept;
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    bool first;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      first = swept.insert(dir).second;
+    }
+    if (first) remove_stale_temp_files(dir);
+  }
+  const std::string tmp = path + ".tmp.sl" + std::to_string(::getpid());  // "sl": ours (see the sweep)
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail_write(path, "cannot create temporary file", errno);
   auto abort_with = [&](const char* what) {

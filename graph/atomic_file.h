@@ -1,8 +1,13 @@
 // Writing output files so that a crash, a full disk or Ctrl-C never leaves a half-written file:
-// the bytes go to "<path>.tmp.<pid>", are fsync'ed, then renamed over <path>. Every write, fsync,
+// the bytes go to "<path>.tmp.sl<pid>", are fsync'ed, then renamed over <path>. Every write, fsync,
 // close and rename is checked; a failure throws sl::WriteError (graph/error.h). A file size limit
 // (RLIMIT_FSIZE, `ulimit -f`) kills the process with SIGXFSZ unless that signal is ignored, as the
 // CLI does: then the write fails with EFBIG and is reported like a full disk.
+// A process killed outright (SIGKILL, the out-of-memory killer, a power cut) cannot remove its
+// temporary file: the first write into a folder in a process removes the "<name>.tmp.sl<pid>" files
+// there whose process is gone (no such pid) and that are over a minute old, so a crashed run's
+// leftovers go with the next run that writes there (a live writer's are never touched, nor any
+// other program's: "sl" marks ours, where a shell script's "out.tmp.$$" has digits only).
 #pragma once
 #include <sys/types.h>
 
@@ -16,6 +21,10 @@ namespace sl {
 void write_file_atomic(const std::string& path, std::string_view bytes);
 // Same, with the content given as several pieces (avoids concatenating large buffers).
 void write_file_atomic(const std::string& path, const std::string_view* pieces, size_t count);
+
+// The sweep above for one folder (done once per folder per process by write_file_atomic; exposed
+// for tests): removes the stale "<name>.tmp.sl<pid>" files in `dir`, returns how many.
+size_t remove_stale_temp_files(const std::string& dir);
 
 // Reads a whole regular file; throws sl::Error naming the path when it is missing, a
 // directory, or unreadable.

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -59,6 +60,46 @@ std::vector<std::string> leftovers(const test::TempDir& dir) {
   for (const auto& e : fs::directory_iterator(dir.path("")))
     if (e.path().filename().string().find(".tmp.") != std::string::npos) tmp.push_back(e.path().string());
   return tmp;
+}
+
+// A run killed outright leaves "<name>.tmp.sl<pid>": a later process's first write into that folder
+// removes it when the pid is gone and the file is over a minute old; a live process's, a fresh
+// one (maybe another host's writer) and other programs' look-alikes ("out.tmp.<pid>") stay.
+TEST(AtomicFile, ACrashedRunsTemporaryFilesGoWithTheNextWriteIntoTheirFolder) {
+  test::TempDir dir;
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ::waitpid(gone, nullptr, 0);  // reaped: no process has this pid now
+  const std::string g = std::to_string(gone);
+  auto touch = [&](const std::string& name, int minutes_ago) {
+    write_file_atomic(dir.path(name + ".seed"), "x");
+    fs::rename(dir.path(name + ".seed"), dir.path(name));
+    fs::last_write_time(dir.path(name), fs::file_time_type::clock::now() - std::chrono::minutes(minutes_ago));
+  };
+  touch("ckpt.safetensors.tmp.sl" + g, 5);                              // stale: goes
+  touch("metrics.json.tmp.sl" + g, 5);                                  // stale: goes
+  touch("fresh.json.tmp.sl" + g, 0);                                    // under a minute: stays
+  touch("live.json.tmp.sl" + std::to_string(::getppid()), 5);          // its writer is alive: stays
+  touch("notes.tmp.txt", 5);                                          // not <name>.tmp.<pid>: stays
+  touch("a.tmp.12x", 5);
+  touch("script_out.tmp." + g, 5);                                    // a shell script's $$: not ours
+  EXPECT_EQ(remove_stale_temp_files(dir.path("")), 2u);
+  EXPECT_FALSE(fs::exists(dir.path("ckpt.safetensors.tmp.sl" + g)));
+  EXPECT_FALSE(fs::exists(dir.path("metrics.json.tmp.sl" + g)));
+  for (const std::string& kept : {std::string("notes.tmp.txt"), std::string("a.tmp.12x"), "script_out.tmp." + g})
+    EXPECT_TRUE(fs::exists(dir.path(kept))) << kept;
+  EXPECT_TRUE(fs::exists(dir.path("fresh.json.tmp.sl" + g)));
+  EXPECT_TRUE(fs::exists(dir.path("live.json.tmp.sl" + std::to_string(::getppid()))));
+  // Through write_file_atomic: the first write into a folder in this process sweeps it.
+  test::TempDir other;
+  write_file_atomic(other.path("x.seed"), "x");
+  fs::rename(other.path("x.seed"), other.path("run.json.tmp.sl" + g));
+  fs::last_write_time(other.path("run.json.tmp.sl" + g), fs::file_time_type::clock::now() - std::chrono::minutes(2));
+  fs::create_directories(other.path("sub"));
+  fs::rename(other.path("run.json.tmp.sl" + g), other.path("sub/run.json.tmp.sl" + g));
+  write_file_atomic(other.path("sub/run.json"), "{}");
+  EXPECT_FALSE(fs::exists(other.path("sub/run.json.tmp.sl" + g)));
+  EXPECT_EQ(read_file(other.path("sub/run.json")), "{}");
 }
 
 TEST(AtomicFile, BeyondTheFileSizeLimitTheWriteFailsWithEfbigAndTheOldFileStaysWhole) {

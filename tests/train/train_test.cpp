@@ -133,7 +133,7 @@ TEST_F(TrainRun, FailedCheckpointWriteIsAClearErrorAndThePreviousOneStaysIntact)
   const std::string d = dir("ckfail");
   fs::create_directories(d);
   // The temporary file of the step-8 checkpoint cannot be created: a folder sits at its path.
-  fs::create_directories(d + "/step_00000008.safetensors.tmp." + std::to_string(::getpid()));
+  fs::create_directories(d + "/step_00000008.safetensors.tmp.sl" + std::to_string(::getpid()));
   auto r = train(d, 2);
   ASSERT_FALSE(r.ok);
   EXPECT_NE(r.error.find("step_00000008.safetensors"), std::string::npos) << r.error;
