@@ -549,5 +549,10 @@ int main(int argc, char** argv) {
   } catch (const sl::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return leave(checked_stdout(kExitRunFailure));
+  } catch (const std::exception& e) {
+    // Not ours (std::bad_alloc, a library's length_error): still an error message and exit 1,
+    // never std::terminate's abort.
+    std::cerr << "error: " << e.what() << " (an internal error: please report it with the command)\n";
+    return leave(checked_stdout(kExitRunFailure));
   }
 }

@@ -64,6 +64,7 @@ class TileLoader {
       auto c = std::make_shared<PointCloud>(
           set.format->decode(tile.path, DecodeOptions{true, OriginPolicy::at({set.origin[0], set.origin[1], set.origin[2]})}, &info));
       c->fields = {"x", "y", "z", "intensity"};
+      check_tile_points(set, tile, *c);  // a wrong box would hide its points from every crop
       cache_.put(tile.path, c);
       e->cloud = std::move(c);
       *decoded = true;

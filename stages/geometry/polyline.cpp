@@ -50,6 +50,8 @@ std::vector<std::vector<std::array<float, 3>>> split_polyline(const std::vector<
     cum[i] = cum[i - 1] + std::sqrt(d);
   }
   const double total = pts.empty() ? 0 : cum.back();
+  if (!std::isfinite(total))  // a line of inf or NaN coordinates: no pieces to cut it into
+    throw Error("split_polyline: the line's length is not finite (a coordinate is inf or NaN)");
   if (max_length <= 0 || total <= max_length || pts.size() < 2) return {pts};
   const size_t n = (size_t)std::ceil(total / max_length);
   auto at = [&](double s) {  // the point at arc length s

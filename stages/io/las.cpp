@@ -403,7 +403,7 @@ void write_las(const std::string& path, const PointCloud& cloud, const LasWriteO
 // read (count, inspect) but its compressed points are refused with the way to decompress them.
 namespace {
 int64_t las_count(const std::string& path) {
-  MappedFile m(path);
+  MappedFile m(path, MappedFile::HeaderOnly{});
   return int64_t(std::min<uint64_t>(parse_las_header(m.data(), m.size(), path).points, uint64_t(INT64_MAX)));
 }
 CloudFormat las_format() {

@@ -14,7 +14,10 @@
 
 namespace sl {
 
-MappedFile::MappedFile(const std::string& path) {
+MappedFile::MappedFile(const std::string& path) : MappedFile(path, false) {}
+MappedFile::MappedFile(const std::string& path, HeaderOnly) : MappedFile(path, true) {}
+
+MappedFile::MappedFile(const std::string& path, bool header_only) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) fail(path, "no such file");
@@ -35,7 +38,7 @@ MappedFile::MappedFile(const std::string& path) {
     fail(path, "not a regular file");
   }
   size_ = (size_t)sb.st_size;
-  if (size_ > 0 && size_ <= kReadMax) {
+  if (size_ > 0 && size_ <= kReadMax && !header_only) {
     std::unique_ptr<char[]> buf(new char[size_]);
     size_t got = 0;
     while (got < size_) {
@@ -51,7 +54,8 @@ MappedFile::MappedFile(const std::string& path) {
     }
     data_ = buf.release();
   } else if (size_ > 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | (size_ <= kPopulateMax ? MAP_POPULATE : 0), fd, 0);
+    const bool populate = size_ <= kPopulateMax && !header_only;
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd, 0);
     if (p == MAP_FAILED) {
       int e = errno;
       ::close(fd);
@@ -59,7 +63,7 @@ MappedFile::MappedFile(const std::string& path) {
     }
     data_ = static_cast<const char*>(p);
     mapped_ = true;
-    if (size_ > kPopulateMax) ::madvise(p, size_, MADV_SEQUENTIAL);  // a hint: read-ahead, drop behind
+    if (size_ > kPopulateMax && !header_only) ::madvise(p, size_, MADV_SEQUENTIAL);  // a hint: read-ahead, drop behind
   }
   ::close(fd);  // the mapping stays valid after close
 }

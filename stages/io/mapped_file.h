@@ -14,6 +14,11 @@ class MappedFile {
   // Throws sl::Error naming the path when it is missing, a directory, not a regular file, or
   // cannot be opened/mapped. An empty file maps to data() == nullptr, size() == 0.
   explicit MappedFile(const std::string& path);
+  // Only a header will be read (a point count, a LAS header and its VLRs, tile bounds): the file is
+  // mapped without reading it ahead, so only the pages touched are read -- a scan of a map's tiles
+  // reads their headers, not the whole map.
+  struct HeaderOnly {};
+  MappedFile(const std::string& path, HeaderOnly);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -37,6 +42,7 @@ class MappedFile {
   static constexpr size_t kReadMax = size_t(1) << 20;
 
  private:
+  MappedFile(const std::string& path, bool header_only);
   const char* data_ = nullptr;
   size_t size_ = 0;
   bool mapped_ = false;  // data_ is a mapping (else a buffer of new[], or null)

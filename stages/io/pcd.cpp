@@ -861,7 +861,7 @@ CloudFormat pcd_format() {
     return read_pcd(path, opt, nullptr, info);
   };
   f.count = [](const std::string& path) {
-    MappedFile m(path);
+    MappedFile m(path, MappedFile::HeaderOnly{});
     return parse_pcd_header(m.data(), m.size(), path).points;
   };
   f.write = [](const std::string& path, const PointCloud& c) { write_pcd(path, c, PcdDataMode::Binary); };

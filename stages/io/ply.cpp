@@ -447,7 +447,7 @@ CloudFormat ply_format() {
   f.doc = "PLY ascii or binary_little_endian: vertex x y z and intensity (or scalar_intensity, scalar)";
   f.decode = [](const std::string& p, const DecodeOptions& o, DecodeInfo* i) { return read_ply(p, o, i); };
   f.count = [](const std::string& path) {
-    MappedFile m(path);
+    MappedFile m(path, MappedFile::HeaderOnly{});
     return parse_ply_header(m.data(), m.size(), path).vertices;
   };
   f.write = [](const std::string& path, const PointCloud& c) { write_ply(path, c, true); };

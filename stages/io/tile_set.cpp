@@ -154,7 +154,7 @@ TileSet scan_tiles(const std::string& dir, const std::string& format, const std:
   if (las) {
     headers.reserve(set.tiles.size());
     for (const auto& t : set.tiles) {
-      MappedFile m(t.path);
+      MappedFile m(t.path, MappedFile::HeaderOnly{});  // the header and its VLRs: no point is read
       headers.push_back(parse_las_header(m.data(), m.size(), t.path));
       const LasHeader& h = headers.back();
       for (int a = 0; a < 3; ++a)
@@ -232,6 +232,40 @@ TileSet scan_tiles(const std::string& dir, const std::string& format, const std:
     set.bounds_from = "points";
   }
 
+  // A box beyond any projected frame on Earth (UTM northings stay under 1e7 m) is a broken header
+  // or metadata line: it would drag the one origin away and leave float32 nothing to hold.
+  for (const auto& t : set.tiles) {
+    if (t.box.empty()) continue;
+    const double far = std::max({std::abs(t.box.x0), std::abs(t.box.y0), std::abs(t.box.x1), std::abs(t.box.y1)});
+    if (far > kMaxTileCoordinate)
+      fail(where, t.path + ": its box x [" + exact_number(t.box.x0) + ", " + exact_number(t.box.x1) + "], y [" +
+                      exact_number(t.box.y0) + ", " + exact_number(t.box.y1) + "] (from " +
+                      (set.bounds_from == "metadata" ? set.metadata : set.bounds_from) +
+                      ") lies beyond 1e8 m: not a map coordinate");
+  }
+  {
+    // One box far from all others (a wrong cell or header): named before it moves the origin.
+    std::vector<double> cx, cy;
+    for (const auto& t : set.tiles)
+      if (!t.box.empty()) cx.push_back(0.5 * (t.box.x0 + t.box.x1)), cy.push_back(0.5 * (t.box.y0 + t.box.y1));
+    if (!cx.empty()) {
+      std::nth_element(cx.begin(), cx.begin() + long(cx.size() / 2), cx.end());
+      std::nth_element(cy.begin(), cy.begin() + long(cy.size() / 2), cy.end());
+      const double mx = cx[cx.size() / 2], my = cy[cy.size() / 2];
+      for (const auto& t : set.tiles) {
+        if (t.box.empty()) continue;
+        const double d = std::max({std::abs(t.box.x0 - mx), std::abs(t.box.x1 - mx), std::abs(t.box.y0 - my),
+                                   std::abs(t.box.y1 - my)});
+        if (d > kMaxMapExtent / 2)
+          fail(where, t.path + ": its box x [" + exact_number(t.box.x0) + ", " + exact_number(t.box.x1) + "], y [" +
+                          exact_number(t.box.y0) + ", " + exact_number(t.box.y1) + "] (from " +
+                          (set.bounds_from == "metadata" ? set.metadata : set.bounds_from) + ") lies " +
+                          exact_number(std::round(d / 1000)) + " km from the middle of the other tiles (" +
+                          exact_number(mx) + ", " + exact_number(my) + "): one map's tiles span at most " +
+                          exact_number(kMaxMapExtent / 1000) + " km");
+      }
+    }
+  }
   Bounds u;
   for (const auto& t : set.tiles)
     if (!t.box.empty()) u.add(t.box.x0, t.box.y0, 0);
@@ -239,6 +273,23 @@ TileSet scan_tiles(const std::string& dir, const std::string& format, const std:
   set.origin = {o[0], o[1], 0.0};
   if (z_known && z.has(2)) set.origin[2] = grid_origin(z)[2];
   return set;
+}
+
+void check_tile_points(const TileSet& set, const TileInfo& tile, const PointCloud& cloud) {
+  if (cloud.size() == 0) return;
+  const BoxXY c = cloud_box(cloud);
+  if (c.empty()) return;  // no finite point
+  const BoxXY& b = tile.box;
+  // The columns are float32 around the map's origin: their step at the farthest local coordinate.
+  const double far = std::max({std::abs(c.x0 - cloud.origin[0]), std::abs(c.x1 - cloud.origin[0]),
+                               std::abs(c.y0 - cloud.origin[1]), std::abs(c.y1 - cloud.origin[1])});
+  const double tol = 0.01 + 4 * (double)(std::nextafter((float)far, INFINITY) - (float)far);
+  if (!b.empty() && c.x0 >= b.x0 - tol && c.x1 <= b.x1 + tol && c.y0 >= b.y0 - tol && c.y1 <= b.y1 + tol) return;
+  fail(tile.path, "its points span x [" + exact_number(c.x0) + ", " + exact_number(c.x1) + "], y [" + exact_number(c.y0) +
+                      ", " + exact_number(c.y1) + "], outside its box x [" + exact_number(b.x0) + ", " + exact_number(b.x1) +
+                      "], y [" + exact_number(b.y0) + ", " + exact_number(b.y1) + "] from " +
+                      (set.bounds_from == "metadata" ? set.metadata : "its " + set.bounds_from) +
+                      ": crops near it would miss points (fix the metadata, or the header's bounds, e.g. lasinfo -repair_bb)");
 }
 
 }  // namespace sl

@@ -33,6 +33,11 @@
 namespace sl {
 
 constexpr const char* kAutowareMetadataName = "pointcloud_map_metadata.yaml";
+// A tile box beyond this (metres, either axis) is not a map coordinate (UTM northings stay under
+// 1e7 m); tiles of one map span at most kMaxMapExtent: beyond, one box is wrong (a broken header
+// or metadata line) and would drag the one origin away from the others, leaving float32 nothing.
+constexpr double kMaxTileCoordinate = 1e8;
+constexpr double kMaxMapExtent = 1e6;
 
 struct TileInfo {
   std::string path;     // the file (dir / name)
@@ -60,6 +65,11 @@ struct TileSet {
 // formats in one folder is an error). Subfolders and other files are left out. Throws sl::Error
 // "<where>: <file>: <reason>" for no tiles, a refused format (LAZ), bad metadata, a bad header.
 TileSet scan_tiles(const std::string& dir, const std::string& format, const std::string& where);
+
+// A decoded tile's points must lie in the box its listing gave (metadata cell, LAS header, bounds
+// pass), to 1 cm plus float32's step at the tile's local coordinates: else the crops would miss
+// them. Throws sl::Error naming the tile, its box, where the box came from and the point outside.
+void check_tile_points(const TileSet& set, const TileInfo& tile, const PointCloud& cloud);
 
 // Autoware's metadata read alone: the cells by file name, in the file's order.
 struct TileCell {

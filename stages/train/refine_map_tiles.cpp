@@ -69,6 +69,7 @@ class TileCache {
     DecodeInfo info;
     auto c = std::make_shared<PointCloud>(set_.format->decode(set_.tiles[t].path, DecodeOptions{true, OriginPolicy::at(set_.origin)}, &info));
     c->fields = {"x", "y", "z", "intensity"};
+    check_tile_points(set_, set_.tiles[t], *c);  // a wrong box would hide its points from every crop
     ++loads;
     lru_.emplace_front(t, c);
     bytes_ += int64_t(c->bytes());

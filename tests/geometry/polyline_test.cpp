@@ -2,6 +2,9 @@
 // the line tensor round trip.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -61,6 +64,16 @@ double length_of(const std::vector<std::array<float, 3>>& p) {
                    std::pow((double)p[i][2] - p[i - 1][2], 2));
   return s;
 }
+// A line whose coordinates overflowed float32 (a tile box far from the origin) has no finite
+// length: an error, not a size_t from inf (which threw std::length_error past every handler).
+TEST(Polyline, SplittingALineOfInfiniteLengthIsAnError) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::array<float, 3>> pts = {{0, 0, 0}, {inf, 0, 0}, {5, 1, 0}};
+  EXPECT_THROW(sl::split_polyline(pts, 10.0), sl::Error);
+  const std::vector<std::array<float, 3>> nan_pts = {{0, 0, 0}, {std::nanf(""), 0, 0}};
+  EXPECT_THROW(sl::split_polyline(nan_pts, 10.0), sl::Error);
+}
+
 }  // namespace
 
 // A bent 3D line of 27 m cut at 10 m: three pieces of 9 m each, joined at interpolated cut

@@ -109,6 +109,58 @@ TEST(TileSet, AutowareMetadataGivesCellsOriginAndSortedOrder) {
   EXPECT_EQ(scan_tiles(m.tiles, "pcd", "--tiles").metadata, m.tiles + "/" + kAutowareMetadataName);
 }
 
+// A box that cannot be right -- beyond any map coordinate, or a metadata line / LAS header that puts
+// one tile hundreds of km from the rest -- is an error naming the tile before it moves the one
+// origin (a cell of [0, 0] among UTM tiles made every tile's float32 columns 0.5 m coarse); a box
+// near the others but wrong is caught when the tile is decoded: its points outside it would be
+// missed by every crop.
+TEST(TileSet, BoxesFarFromTheMapOrFromTheirPointsAreErrorsNamingTheTile) {
+  test::TempDir t;
+  AutowareMap m(t);
+  auto error_of = [&] {
+    try {
+      scan_tiles(m.tiles, "", "--tiles");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  auto with_cell = [&](const std::string& name, double x, double y) {
+    TileMetadata md = read_tile_metadata(m.yaml);
+    for (auto& c : md.cells)
+      if (c.name == name) c.x_min = x, c.y_min = y;
+    write_text(m.yaml, tile_metadata_text(md));
+  };
+  with_cell("cell_2.pcd", -1e300, 5400090);
+  std::string e = error_of();
+  EXPECT_NE(e.find("cell_2.pcd: its box x [-1e+300"), std::string::npos) << e;
+  EXPECT_NE(e.find("beyond 1e8 m"), std::string::npos) << e;
+  with_cell("cell_2.pcd", 0, 0);
+  e = error_of();
+  EXPECT_NE(e.find("cell_2.pcd: its box x [0, 40], y [0, 60] (from " + m.yaml + ") lies 5400 km from the middle"),
+            std::string::npos) << e;
+  // One cell off by a cell: the scan cannot tell, the decode can.
+  with_cell("cell_2.pcd", 500120, 5400090);  // cell_2 is grid (0, 1): its own cell again
+  const TileSet ok = scan_tiles(m.tiles, "", "--tiles");
+  for (const auto& tile : ok.tiles) {
+    const PointCloud c = ok.format->decode(tile.path, DecodeOptions{true, OriginPolicy::at(ok.origin)}, nullptr);
+    EXPECT_NO_THROW(check_tile_points(ok, tile, c)) << tile.name;
+  }
+  with_cell("cell_2.pcd", 500160, 5400090);  // the cell of its neighbour
+  const TileSet off = scan_tiles(m.tiles, "", "--tiles");
+  const TileInfo& bad = off.tiles[2];
+  ASSERT_EQ(bad.name, "cell_2.pcd");
+  const PointCloud c = off.format->decode(bad.path, DecodeOptions{true, OriginPolicy::at(off.origin)}, nullptr);
+  try {
+    check_tile_points(off, bad, c);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& err) {
+    e = err.what();
+    EXPECT_NE(e.find(bad.path + ": its points span x [50012"), std::string::npos) << e;
+    EXPECT_NE(e.find("outside its box x [500160, 500200], y [5400090, 5400150] from " + m.yaml), std::string::npos) << e;
+  }
+}
+
 TEST(TileSet, TouchingEqualsBruteForceOnRandomBoxes) {
   test::TempDir t;
   AutowareMap m(t);
