@@ -49,7 +49,7 @@ Metrics read_metrics(const std::string& path) {
   }
   // A metrics line is a few hundred bytes: a longer one is garbage (a file named by a tampered
   // run.json, or no metrics file at all) and is skipped to its newline, not held in memory.
-  constexpr size_t kMaxLine = size_t(1) << 20;
+  constexpr size_t kMaxLine = size_t(16) << 20;
   std::streambuf* sb = in.rdbuf();
   std::string line;
   int64_t n = 0;

@@ -381,7 +381,7 @@ TEST(Report, BadRunJsonAndExamplesAreNotesAndAMissingFolderIsAnErrorNamingIt) {
 
 // What a run folder names is read only when it is a regular file of sane lines: a tampered
 // run.json naming /dev/zero (which never ends) as the metrics, a folder or a FIFO (which may
-// never be written) in place of the examples, and a line of megabytes end as problems, not as
+// never be written) in place of the examples, and a line of over 16 MiB end as problems, not as
 // a hang or the memory filled.
 TEST(Report, DevicesPipesAndEndlessLinesAreProblemsNotAHang) {
   test::TempDir dir;
@@ -391,12 +391,12 @@ TEST(Report, DevicesPipesAndEndlessLinesAreProblemsNotAHang) {
     EXPECT_NE(m.problems[0].find("/dev/zero: not a regular file"), std::string::npos) << m.problems[0];
   }
   const FakeRun run = write_metrics(dir.path("good.jsonl"), 3, 1, 100, 4);
-  std::string text = run.train_lines[0] + "\n" + std::string((size_t(1) << 20) + 10, 'x') + "\n" + run.train_lines[1] + "\n";
+  std::string text = run.train_lines[0] + "\n" + std::string((size_t(16) << 20) + 10, 'x') + "\n" + run.train_lines[1] + "\n";
   write_file_atomic(dir.path("metrics.jsonl"), text);
   const Metrics m = read_metrics(dir.path("metrics.jsonl"));
   EXPECT_EQ(m.train.size(), 2u);
   ASSERT_EQ(m.problems.size(), 1u);
-  EXPECT_NE(m.problems[0].find("metrics.jsonl:2: a line of more than 1048576 bytes"), std::string::npos) << m.problems[0];
+  EXPECT_NE(m.problems[0].find("metrics.jsonl:2: a line of more than 16777216 bytes"), std::string::npos) << m.problems[0];
 
   RunFacts f;
   f.metrics_path = "/dev/zero";
