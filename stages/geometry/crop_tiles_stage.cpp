@@ -21,6 +21,7 @@
 #include "graph/spec.h"
 #include "graph/stage.h"
 #include "stages/geometry/crop.h"
+#include "stages/geometry/crop_params.h"
 #include "stages/geometry/index_cache.h"
 #include "stages/geometry/polyline.h"
 #include "stages/io/map_tiles.h"
@@ -93,33 +94,20 @@ class TileLoader {
 
 class CropTiles : public Stage {
  public:
-  explicit CropTiles(const Params& p)
-      : radius_((float)p.get_float("radius")), z_min_((float)p.get_float("z_min")), z_max_((float)p.get_float("z_max")),
-        min_points_(p.get_int("min_points")), cell_((float)p.get_float("cell")), around_(p.get_string("around")),
-        loader_((size_t)(p.get_float("cache_mb") * 1024 * 1024)) {
-    if (z_min_ > z_max_) fail(p.where("z_min"), "must not exceed z_max");
-    if (z_min_ <= -1e9f) z_min_ = -std::numeric_limits<float>::infinity();  // as crop_polyline: no z band
-    if (z_max_ >= 1e9f) z_max_ = std::numeric_limits<float>::infinity();
-    if (cell_ <= 0) cell_ = radius_ / 2;
-  }
+  explicit CropTiles(const Params& p) : c_(p), loader_((size_t)(p.get_float("cache_mb") * 1024 * 1024)) {}
 
   void process(Item in, const Position&, Emitter& out, RunContext& ctx) override {
     auto s = std::get<std::shared_ptr<Sample>>(in);
     if (!s->scene) throw Error(s->describe() + ": crop_tiles needs the sample's scene");
-    const Polyline line = polyline_of(s->at(around_));
+    const Polyline line = polyline_of(s->at(c_.around));
     if (s->scene->cloud) {
       std::shared_ptr<const GridIndex> hold;
-      s->indices = crop_polyline(*s->scene->cloud, index_.get(s->scene->cloud, cell_, &hold), line, radius_, z_min_, z_max_);
+      s->indices = crop_polyline(*s->scene->cloud, index_.get(s->scene->cloud, c_.cell, &hold), line, c_.radius, c_.z_min,
+                                 c_.z_max);
     } else {
       crop_from_tiles(*s, line, ctx);
     }
-    if ((int64_t)s->indices.size() < min_points_) {
-      char why[160];
-      std::snprintf(why, sizeof why, "%zu points within %.2f m of the %s (min_points %lld)", s->indices.size(), radius_,
-                    around_.c_str(), (long long)min_points_);
-      reject(s->describe(), why);
-      return;
-    }
+    if (const std::string why = c_.too_few(s->indices.size()); !why.empty()) return reject(s->describe(), why);
     out.emit(std::move(s));
   }
 
@@ -135,7 +123,7 @@ class CropTiles : public Stage {
  private:
   void crop_from_tiles(Sample& s, const Polyline& line, RunContext& ctx) {
     const TileSet& set = tiles_of(s);
-    const std::vector<uint32_t> touched = set.touching(corridor_box(line, radius_, set.origin));
+    const std::vector<uint32_t> touched = set.touching(corridor_box(line, c_.radius, set.origin));
     std::vector<std::shared_ptr<const PointCloud>> clouds;
     std::vector<std::shared_ptr<const GridIndex>> holds(touched.size());
     std::vector<TileView> views;
@@ -153,14 +141,14 @@ class CropTiles : public Stage {
     for (size_t k = 0; k < touched.size(); ++k) {
       auto& c = got[k];
       if (c->size() == 0) continue;  // a tile without points adds none
-      views.push_back({c.get(), &index_.get(c, cell_, &holds[k])});
+      views.push_back({c.get(), &index_.get(c, c_.cell, &holds[k])});
       clouds.push_back(std::move(c));
     }
     ctx.count(s.epoch, "tile_loads", loads);
     ctx.count(s.epoch, "tile_hits", (int64_t)touched.size() - loads);
     loads_ += loads;
     hits_ += (int64_t)touched.size() - loads;
-    auto picks = crop_polyline_tiles(views, line, radius_, z_min_, z_max_);
+    auto picks = crop_polyline_tiles(views, line, c_.radius, c_.z_min, c_.z_max);
     // One tile with points: the sample keeps that tile and the ids; several: their points gathered
     // into one small cloud (the same points in the same order either way).
     size_t with_points = 0, last = 0;
@@ -190,10 +178,7 @@ class CropTiles : public Stage {
     return *tiles_;
   }
 
-  float radius_, z_min_, z_max_;
-  int64_t min_points_;
-  float cell_;
-  std::string around_;
+  CropParams c_;
   TileLoader loader_;
   IndexCache index_;
   std::mutex mu_;
@@ -212,16 +197,8 @@ void register_crop_tiles(StageRegistry& r) {
   s.produces_keys = {"points"};
   s.default_threads = "auto";
   s.default_policy = ErrorPolicy::Skip;
-  s.params = {
-      p_pos_float("radius", 2.0, "horizontal distance to the line, metres"),
-      p_string("around", "noisy_line", "the line to crop around: noisy_line (what inference has) or line (the truth)",
-               {"noisy_line", "line"}),
-      p_float("z_min", -1e9, "lowest z offset from the line kept, metres (-1e9: no lower bound)"),
-      p_float("z_max", 1e9, "highest z offset from the line kept, metres (1e9: no upper bound)"),
-      p_int("min_points", 32, "samples with fewer cropped points are dropped (counted)", 1),
-      p_float("cell", 0, "grid cell size of each tile's index, metres (0: half the radius)", 0),
-      p_float("cache_mb", 2048, "decoded tiles kept, MB (tiles in use by samples in flight are held besides)", 0),
-  };
+  s.params = crop_param_specs("grid cell size of each tile's index, metres (0: half the radius)");
+  s.params.push_back(p_float("cache_mb", 2048, "decoded tiles kept, MB (tiles in use by samples in flight are held besides)", 0));
   s.factory = [](const Params& p) { return std::make_unique<CropTiles>(p); };
   r.add(std::move(s));
 }
