@@ -27,28 +27,16 @@ const auto type_name = json_type_name;
 // Builds the Document while noting where every number is in the text (in document order): the
 // reader hands numbers over as text (exact conversion here), and the stream's position right after
 // a number gives its span.
-struct SpanHandler {
-  rapidjson::Document& d;
+struct SpanHandler : ExactNumbers {
+  SpanHandler(rapidjson::Document& doc, const rapidjson::MemoryStream& stream, size_t b, std::vector<ByteSpan>& out)
+      : ExactNumbers{doc}, is(stream), base(b), spans(out) {}
   const rapidjson::MemoryStream& is;
   size_t base;
   std::vector<ByteSpan>& spans;
-  bool Null() { return d.Null(); }
-  bool Bool(bool b) { return d.Bool(b); }
-  bool Int(int i) { return d.Int(i); }
-  bool Uint(unsigned i) { return d.Uint(i); }
-  bool Int64(int64_t i) { return d.Int64(i); }
-  bool Uint64(uint64_t i) { return d.Uint64(i); }
-  bool Double(double v) { return d.Double(v); }
-  bool String(const char* s, rapidjson::SizeType n, bool copy) { return d.String(s, n, copy); }
-  bool Key(const char* s, rapidjson::SizeType n, bool copy) { return d.Key(s, n, copy); }
-  bool StartObject() { return d.StartObject(); }
-  bool EndObject(rapidjson::SizeType n) { return d.EndObject(n); }
-  bool StartArray() { return d.StartArray(); }
-  bool EndArray(rapidjson::SizeType n) { return d.EndArray(n); }
-  bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool copy) {
     const size_t end = base + is.Tell();
     spans.push_back({end - n, end});
-    return json_exact_number(d, s, n);
+    return ExactNumbers::RawNumber(s, n, copy);
   }
 };
 
@@ -288,7 +276,7 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
   rapidjson::ParseResult res;
   rapidjson::MemoryStream ms(text.data() + base, text.size() - base);
   auto generate = [&](rapidjson::Document& d) {
-    SpanHandler h{d, ms, base, spans};
+    SpanHandler h(d, ms, base, spans);
     res = rapidjson::Reader().Parse<rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseValidateEncodingFlag>(ms, h);
     return !res.IsError();
   };

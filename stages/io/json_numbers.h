@@ -2,7 +2,6 @@
 // rapidjson-dev) misreads some numbers in its full-precision mode (a zero with a large exponent,
 // more than 20 significant digits; see stages/io/lines_json.cpp), so readers parse with
 // kParseNumbersAsStringsFlag and convert the text here with std::from_chars (correctly rounded).
-// (lines_json.cpp has the same conversion inline; it can move to this header.)
 #pragma once
 #include <rapidjson/document.h>
 
@@ -48,5 +47,26 @@ bool json_exact_number(Handler& h, const char* s, size_t n) {
   }
   return h.Double(v);
 }
+
+// The SAX handler the readers parse with: everything goes to the Document as it would, but the
+// numbers, which arrive as text, are converted by json_exact_number. A reader that needs more
+// (geojson.cpp: where each number is in the text) derives from it and hides RawNumber.
+struct ExactNumbers {
+  rapidjson::Document& d;
+  bool Null() { return d.Null(); }
+  bool Bool(bool b) { return d.Bool(b); }
+  bool Int(int i) { return d.Int(i); }
+  bool Uint(unsigned i) { return d.Uint(i); }
+  bool Int64(int64_t i) { return d.Int64(i); }
+  bool Uint64(uint64_t i) { return d.Uint64(i); }
+  bool Double(double v) { return d.Double(v); }
+  bool String(const char* s, rapidjson::SizeType n, bool copy) { return d.String(s, n, copy); }
+  bool Key(const char* s, rapidjson::SizeType n, bool copy) { return d.Key(s, n, copy); }
+  bool StartObject() { return d.StartObject(); }
+  bool EndObject(rapidjson::SizeType n) { return d.EndObject(n); }
+  bool StartArray() { return d.StartArray(); }
+  bool EndArray(rapidjson::SizeType n) { return d.EndArray(n); }
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool) { return json_exact_number(d, s, n); }
+};
 
 }  // namespace sl

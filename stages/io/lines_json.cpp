@@ -14,6 +14,7 @@
 #include "graph/atomic_file.h"
 #include "graph/error.h"
 #include "graph/json_depth.h"
+#include "stages/io/json_numbers.h"
 #include "stages/io/origin.h"
 
 namespace sl {
@@ -47,52 +48,6 @@ struct Ctx {
   }
 };
 
-// RapidJSON 1.1.0 (Debian's rapidjson-dev) misreads numbers in full-precision mode: a zero
-// with an exponent beyond +-22 ("0e60" -> 2e-115, "0.000e100" -> 5e294) and any number of more
-// than 20 significant digits ("1.84467440737095516159" -> -1e-199) come out as garbage (found by
-// fuzz/fuzz_lines_json; fixed upstream after 1.1.0). The reader still checks the JSON grammar,
-// but hands every number over as text (kParseNumbersAsStringsFlag) and this handler converts it
-// with std::from_chars, which is correctly rounded: a float written with 9 digits by
-// write_lines_json reads back bit-exact. Everything else goes to the Document as it would.
-struct ExactNumbers {
-  rapidjson::Document& d;
-  bool Null() { return d.Null(); }
-  bool Bool(bool b) { return d.Bool(b); }
-  bool Int(int i) { return d.Int(i); }
-  bool Uint(unsigned i) { return d.Uint(i); }
-  bool Int64(int64_t i) { return d.Int64(i); }
-  bool Uint64(uint64_t i) { return d.Uint64(i); }
-  bool Double(double v) { return d.Double(v); }
-  bool String(const char* s, rapidjson::SizeType n, bool copy) { return d.String(s, n, copy); }
-  bool Key(const char* s, rapidjson::SizeType n, bool copy) { return d.Key(s, n, copy); }
-  bool StartObject() { return d.StartObject(); }
-  bool EndObject(rapidjson::SizeType n) { return d.EndObject(n); }
-  bool StartArray() { return d.StartArray(); }
-  bool EndArray(rapidjson::SizeType n) { return d.EndArray(n); }
-  bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
-    const char* e = s + n;
-    if (std::none_of(s, e, [](char ch) { return ch == '.' || ch == 'e' || ch == 'E'; })) {
-      int64_t i;
-      if (auto r = std::from_chars(s, e, i); r.ec == std::errc() && r.ptr == e) return d.Int64(i);
-      uint64_t u;
-      if (auto r = std::from_chars(s, e, u); r.ec == std::errc() && r.ptr == e) return d.Uint64(u);
-    }
-    double v;
-    auto r = std::from_chars(s, e, v);
-    if (r.ec == std::errc::result_out_of_range) {
-      // Beyond double: long double tells overflow (-> inf, "out of float range" below) from
-      // underflow (-> 0 or a denormal); beyond long double too it can only be an underflow,
-      // since the reader rejects exponents that large on the positive side.
-      long double lv;
-      auto lr = std::from_chars(s, e, lv);
-      v = lr.ec == std::errc() ? static_cast<double>(lv) : (*s == '-' ? -0.0 : 0.0);
-    } else if (r.ec != std::errc() || r.ptr != e) {
-      return false;  // not reached: the reader checked the grammar
-    }
-    return d.Double(v);
-  }
-};
-
 }  // namespace
 
 LinesFile parse_lines_json(const std::string& text, const std::string& path, const std::vector<std::string>& categories,
@@ -102,6 +57,14 @@ LinesFile parse_lines_json(const std::string& text, const std::string& path, con
   rapidjson::Document doc;
   rapidjson::ParseResult res;
   auto generate = [&](rapidjson::Document& d) {
+    // RapidJSON 1.1.0 (Debian's rapidjson-dev) misreads numbers in full-precision mode: a zero
+    // with an exponent beyond +-22 ("0e60" -> 2e-115, "0.000e100" -> 5e294) and any number of more
+    // than 20 significant digits ("1.84467440737095516159" -> -1e-199) come out as garbage (found by
+    // fuzz/fuzz_lines_json; fixed upstream after 1.1.0). The reader still checks the JSON grammar,
+    // but hands every number over as text (kParseNumbersAsStringsFlag) and this handler converts it
+    // with std::from_chars, which is correctly rounded: a float written with 9 digits by
+    // write_lines_json reads back bit-exact. Everything else goes to the Document as it would
+    // (ExactNumbers, stages/io/json_numbers.h).
     ExactNumbers handler{d};
     rapidjson::MemoryStream ms(text.data(), text.size());
     rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> is(ms);
