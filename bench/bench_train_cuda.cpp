@@ -1,7 +1,7 @@
 // Train-only step time of the CUDA LineRefiner with device-resident batches (the README's
 // "Benchmarks" table, GPU row): plain step() vs one CUDA-graph replay per step, beside the GEMM floor (every
 // GEMM/GEMV the step issues, each timed alone on the same shapes, summed) and the ratio.
-//   bench_train_cuda [--B 64] [--P 1024] [--L 32] [--steps 200] [--precision fp32|tf32]
+//   bench_train_cuda [--B 64] [--P 1024] [--L 32] [--steps 200] [--precision fp32|tf32|bf16]
 // Without a GPU it prints "no CUDA device: <reason>" and exits 0; without CUDA in the build it
 // says so and exits 0.
 #include <cstdio>

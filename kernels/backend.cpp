@@ -51,7 +51,6 @@ void check_precision(const Backend& backend, Precision p) {
   if (p == Precision::FP32) return;
   if (!backend.is_cuda())
     throw Error(std::string("precision ") + precision_name(p) + " is a GPU GEMM mode; the CPU backend computes in fp32");
-  if (p == Precision::BF16) throw Error("precision bf16 is not implemented yet on CUDA (fp32 | tf32)");
 }
 
 // ---- Buffer -----------------------------------------------------------------------------------

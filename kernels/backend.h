@@ -40,7 +40,7 @@ enum class Precision { FP32, TF32, BF16 };
 // check_precision's business.
 Precision parse_precision(const std::string& s);
 const char* precision_name(Precision p);
-// Throws sl::Error when `backend` cannot run `p` (CPU: fp32 only; bf16: not implemented).
+// Throws sl::Error when `backend` cannot run `p` (the CPU computes in fp32 only).
 void check_precision(const Backend& backend, Precision p);
 
 struct OpContext {

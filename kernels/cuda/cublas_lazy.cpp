@@ -133,6 +133,20 @@ SL_CUBLAS_FORWARD(cublasSgemv_v2,
 #undef P
 #undef SL_CUBLAS_FORWARD
 
+// cublas_api.h overloads cublasGemmEx (a C++ wrapper taking the old cudaDataType compute type),
+// so the macro's decltype(&::name) is ambiguous: the C function's type is written out.
+extern "C" cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                       int k, const void* alpha, const void* A, cudaDataType Atype, int lda,
+                                       const void* B, cudaDataType Btype, int ldb, const void* beta, void* C,
+                                       cudaDataType Ctype, int ldc, cublasComputeType_t compute,
+                                       cublasGemmAlgo_t algo) {
+  using Fn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                                const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                                cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+  static const auto f = ::sl::cuda::real<Fn>("cublasGemmEx");
+  return f(handle, ta, tb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, compute, algo);
+}
+
 // The status names are used while reporting an error: they never throw.
 extern "C" const char* cublasGetStatusName(cublasStatus_t status) {
   try {

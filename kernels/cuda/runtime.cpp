@@ -195,7 +195,7 @@ void Blas::bind(void* stream) {
 }
 
 void Blas::set_precision(Precision p) {
-  if (p == Precision::BF16) throw Error("cuBLAS precision bf16 is not implemented yet (fp32 | tf32)");
+  // bf16 is not a math mode of cublasSgemm: gemm() asks cublasGemmEx for it per call.
   SL_CUBLAS_CHECK(cublasSetMathMode(impl_->handle, p == Precision::TF32 ? CUBLAS_TF32_TENSOR_OP_MATH
                                                                          : CUBLAS_DEFAULT_MATH));
   precision_ = p;
@@ -207,8 +207,18 @@ void Blas::gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
   if (record) record->push_back({false, ta, tb, int(M), int(N), int(K)});
   // Row-major C = op(A) op(B)  <=>  column-major C^T = op(B)^T op(A)^T: a row-major matrix is its
   // own transpose in column-major, so the operands swap and the op flags carry over.
-  SL_CUBLAS_CHECK(cublasSgemm(impl_->handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                              int(N), int(M), int(K), &alpha, B, int(ldb), A, int(lda), &beta, C, int(ldc)));
+  const cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (precision_ == Precision::BF16) {
+    // bf16: float32 matrices in and out, their elements rounded to bfloat16 for the tensor cores,
+    // products accumulated in float32 (CUBLAS_COMPUTE_32F_FAST_16BF; PyTorch's float32 matmul
+    // precision "medium"). Weights, gradients, the loss and Adam stay float32.
+    SL_CUBLAS_CHECK(cublasGemmEx(impl_->handle, opb, opa, int(N), int(M), int(K), &alpha, B, CUDA_R_32F, int(ldb), A,
+                                 CUDA_R_32F, int(lda), &beta, C, CUDA_R_32F, int(ldc), CUBLAS_COMPUTE_32F_FAST_16BF,
+                                 CUBLAS_GEMM_DEFAULT));
+    return;
+  }
+  SL_CUBLAS_CHECK(cublasSgemm(impl_->handle, opb, opa, int(N), int(M), int(K), &alpha, B, int(ldb), A, int(lda), &beta,
+                              C, int(ldc)));
 }
 
 void Blas::column_sum_acc(float* y, const float* d, int64_t ldd, const float* ones, int64_t rows, int C) {

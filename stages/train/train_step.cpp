@@ -394,7 +394,10 @@ void register_train_stages(StageRegistry& r) {
       p_nullable_string("init", "start from these weights (safetensors, e.g. exported from PyTorch); Adam starts fresh"),
       p_nullable_string("resume", "continue a run from this checkpoint (\"auto\": the latest in checkpoint.dir)"),
       p_int("max_steps", 0, "stop after N steps in total, checkpointing like an interruption (0: no limit)", 0),
-      p_string("precision", "fp32", "GPU GEMM precision (the CPU backend is always fp32)", {"fp32", "tf32"}),
+      p_string("precision", "fp32",
+               "GPU GEMM precision: fp32, tf32 or bf16 inputs with fp32 accumulation; weights, loss and Adam stay fp32 "
+               "(the CPU backend is always fp32)",
+               {"fp32", "tf32", "bf16"}),
       p_pos_int("accumulate", 1, "micro-batches per optimizer step (gradient accumulation: a step of accumulate x batch.size samples)"),
       p_int("check_weights_every", 100, "data-parallel runs: compare a checksum of every rank's weights every N steps (0: never)", 0),
   };

@@ -92,7 +92,7 @@ INSTANTIATE_TEST_SUITE_P(Rows, OpCases, ::testing::ValuesIn(test::op_rows()),
 TEST(OpHarnessUnsupported, CombinationsAreRefusedWithTheirReason) {
   EXPECT_THROW(check_precision(Backend::cpu(), Precision::TF32), Error);
   EXPECT_THROW(check_precision(Backend::cpu(), Precision::BF16), Error);
-  EXPECT_THROW(check_precision(Backend::cuda(0), Precision::BF16), Error);
+  EXPECT_NO_THROW(check_precision(Backend::cuda(0), Precision::BF16));
   EXPECT_NO_THROW(check_precision(Backend::cuda(0), Precision::TF32));
   OpContext c;
   c.backend = Backend::cuda(0);
@@ -197,7 +197,7 @@ TEST_P(ModelOnBackend, StepMatchesReferenceAndCpuModel) {
 // The model runs in float: the rows of every backend in the precisions its GEMMs support.
 INSTANTIATE_TEST_SUITE_P(Rows, ModelOnBackend,
                          ::testing::Values(Row{Backend::cpu(), Precision::FP32}, Row{Backend::cuda(0), Precision::FP32},
-                                           Row{Backend::cuda(0), Precision::TF32}),
+                                           Row{Backend::cuda(0), Precision::TF32}, Row{Backend::cuda(0), Precision::BF16}),
                          [](const ::testing::TestParamInfo<Row>& i) { return i.param.name(); });
 
 }  // namespace
