@@ -5,8 +5,6 @@
 // is exactly crop_polyline's on the merged tiles. A sample that has a cloud (infer replaying the
 // pipeline on given clouds) is cropped from it as crop_polyline does. Counts per epoch, for the
 // trainer's epoch lines: tile_loads (decodes) and tile_hits (tiles found decoded).
-#include <tbb/collaborative_call_once.h>
-
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -25,72 +23,10 @@
 #include "stages/geometry/index_cache.h"
 #include "stages/geometry/polyline.h"
 #include "stages/io/map_tiles.h"
-#include "stages/io/scene_cache.h"
+#include "stages/io/tile_loader.h"
 
 namespace sl {
 namespace {
-
-// Decoded tiles: the cache, one decode per tile at a time (a block's first samples all want its
-// tiles at once; without this, every crop thread would decode the same tile), and no decode of a
-// tile that samples in flight still hold.
-class TileLoader {
- public:
-  explicit TileLoader(size_t budget) : cache_(budget) {}
-
-  // The tile, and whether this call decoded it. With wait = false, a tile that another thread is
-  // decoding right now is not waited for: null comes back, and the caller does its other tiles
-  // first (at a block's start every crop thread wants the same new tiles; they then decode
-  // different ones instead of one decoding while the others wait).
-  std::shared_ptr<const PointCloud> get(const TileSet& set, uint32_t t, bool* decoded, bool wait = true) {
-    const TileInfo& tile = set.tiles[t];
-    *decoded = false;
-    if (auto c = cache_.get(tile.path)) return c;
-    std::shared_ptr<Loading> e;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      // Evicted from the cache but still held by samples in flight: taken back, not decoded again.
-      auto live = live_.find(tile.path);
-      if (auto c = live != live_.end() ? live->second.lock() : nullptr) {
-        cache_.put(tile.path, c);
-        return c;
-      }
-      auto& slot = loading_[tile.path];
-      if (!slot) slot = std::make_shared<Loading>();
-      e = slot;
-    }
-    if (e->claimed.exchange(true) && !wait) return nullptr;
-    // If the decode throws, the flag stays unset: the next sample that needs the tile tries again.
-    tbb::collaborative_call_once(e->done, [&] {
-      DecodeInfo info;
-      auto c = std::make_shared<PointCloud>(
-          set.format->decode(tile.path, DecodeOptions{true, OriginPolicy::at({set.origin[0], set.origin[1], set.origin[2]})}, &info));
-      c->fields = {"x", "y", "z", "intensity"};
-      check_tile_points(set, tile, *c);  // a wrong box would hide its points from every crop
-      cache_.put(tile.path, c);
-      e->cloud = std::move(c);
-      *decoded = true;
-    });
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      live_[tile.path] = e->cloud;  // before the entry goes: a later miss finds the tile here
-      auto it = loading_.find(tile.path);
-      if (it != loading_.end() && it->second == e) loading_.erase(it);
-    }
-    return e->cloud;
-  }
-  const SceneCache& cache() const { return cache_; }
-
- private:
-  struct Loading {
-    std::atomic<bool> claimed{false};  // a thread has come to decode it (or is done)
-    tbb::collaborative_once_flag done;
-    std::shared_ptr<const PointCloud> cloud;
-  };
-  SceneCache cache_;
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Loading>> loading_;
-  std::map<std::string, std::weak_ptr<const PointCloud>> live_;  // every tile decoded, alive or not
-};
 
 class CropTiles : public Stage {
  public:
