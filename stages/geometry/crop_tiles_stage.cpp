@@ -3,10 +3,11 @@
 // tiles decoded with the map's one origin through a byte-budget cache (each tile decoded by one
 // thread; others that need it meanwhile help or wait), one grid index per decoded tile. The result
 // is exactly crop_polyline's on the merged tiles. A sample that has a cloud (infer replaying the
-// pipeline on given clouds) is cropped from it as crop_polyline does. Counts per epoch, for the
-// trainer's epoch lines: tile_loads (decodes) and tile_hits (tiles found decoded).
-#include <tbb/collaborative_call_once.h>
-
+// pipeline on given clouds) is cropped from it as crop_polyline does. A tile that cannot be decoded
+// (a truncated file, points outside its box) is tried once per run: every sample that needs it is
+// skipped with its one error, and the end of the run names it once with the samples it cost.
+// Counts per epoch, for the trainer's epoch lines: tile_loads (decodes) and tile_hits (tiles found
+// decoded).
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -25,72 +26,10 @@
 #include "stages/geometry/index_cache.h"
 #include "stages/geometry/polyline.h"
 #include "stages/io/map_tiles.h"
-#include "stages/io/scene_cache.h"
+#include "stages/io/tile_loader.h"
 
 namespace sl {
 namespace {
-
-// Decoded tiles: the cache, one decode per tile at a time (a block's first samples all want its
-// tiles at once; without this, every crop thread would decode the same tile), and no decode of a
-// tile that samples in flight still hold.
-class TileLoader {
- public:
-  explicit TileLoader(size_t budget) : cache_(budget) {}
-
-  // The tile, and whether this call decoded it. With wait = false, a tile that another thread is
-  // decoding right now is not waited for: null comes back, and the caller does its other tiles
-  // first (at a block's start every crop thread wants the same new tiles; they then decode
-  // different ones instead of one decoding while the others wait).
-  std::shared_ptr<const PointCloud> get(const TileSet& set, uint32_t t, bool* decoded, bool wait = true) {
-    const TileInfo& tile = set.tiles[t];
-    *decoded = false;
-    if (auto c = cache_.get(tile.path)) return c;
-    std::shared_ptr<Loading> e;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      // Evicted from the cache but still held by samples in flight: taken back, not decoded again.
-      auto live = live_.find(tile.path);
-      if (auto c = live != live_.end() ? live->second.lock() : nullptr) {
-        cache_.put(tile.path, c);
-        return c;
-      }
-      auto& slot = loading_[tile.path];
-      if (!slot) slot = std::make_shared<Loading>();
-      e = slot;
-    }
-    if (e->claimed.exchange(true) && !wait) return nullptr;
-    // If the decode throws, the flag stays unset: the next sample that needs the tile tries again.
-    tbb::collaborative_call_once(e->done, [&] {
-      DecodeInfo info;
-      auto c = std::make_shared<PointCloud>(
-          set.format->decode(tile.path, DecodeOptions{true, OriginPolicy::at({set.origin[0], set.origin[1], set.origin[2]})}, &info));
-      c->fields = {"x", "y", "z", "intensity"};
-      check_tile_points(set, tile, *c);  // a wrong box would hide its points from every crop
-      cache_.put(tile.path, c);
-      e->cloud = std::move(c);
-      *decoded = true;
-    });
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      live_[tile.path] = e->cloud;  // before the entry goes: a later miss finds the tile here
-      auto it = loading_.find(tile.path);
-      if (it != loading_.end() && it->second == e) loading_.erase(it);
-    }
-    return e->cloud;
-  }
-  const SceneCache& cache() const { return cache_; }
-
- private:
-  struct Loading {
-    std::atomic<bool> claimed{false};  // a thread has come to decode it (or is done)
-    tbb::collaborative_once_flag done;
-    std::shared_ptr<const PointCloud> cloud;
-  };
-  SceneCache cache_;
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Loading>> loading_;
-  std::map<std::string, std::weak_ptr<const PointCloud>> live_;  // every tile decoded, alive or not
-};
 
 class CropTiles : public Stage {
  public:
@@ -112,12 +51,27 @@ class CropTiles : public Stage {
   }
 
   void finish(RunContext& ctx) override {
-    if (ctx.quiet || loads_ + hits_ == 0) return;
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "%s: %lld tile loads, %lld tile hits; cache peak %.1f MB of %.1f MB budget", id.c_str(),
-                  (long long)loads_, (long long)hits_, loader_.cache().peak_bytes() / 1048576.0,
-                  loader_.cache().budget() / 1048576.0);
-    ctx.add_summary(buf);
+    if (ctx.quiet) return;
+    // Under mpirun rank 0 alone speaks (the others are quiet): its own tiles and cache.
+    const std::string who = ctx.world() > 1 ? id + " (rank 0 of " + std::to_string(ctx.world()) + ")" : id;
+    if (loads_ + hits_ > 0) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "%s: %lld tile loads, %lld tile hits; cache peak %.1f MB of %.1f MB budget", who.c_str(),
+                    (long long)loads_, (long long)hits_, loader_.cache().peak_bytes() / 1048576.0,
+                    loader_.cache().budget() / 1048576.0);
+      ctx.add_summary(buf);
+    }
+    // Each broken tile once, with what it cost (its samples are in the skip list, all with this reason).
+    for (const auto& [path, error] : loader_.failures()) {
+      int64_t n = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = skipped_by_tile_.find(path);
+        if (it != skipped_by_tile_.end()) n = it->second;
+      }
+      ctx.add_summary(who + ": " + std::to_string(n) + " sample(s) skipped: a tile they need could not be decoded (tried once in "
+                      "this run): " + error);
+    }
   }
 
  private:
@@ -127,27 +81,44 @@ class CropTiles : public Stage {
     std::vector<std::shared_ptr<const PointCloud>> clouds;
     std::vector<std::shared_ptr<const GridIndex>> holds(touched.size());
     std::vector<TileView> views;
-    int64_t loads = 0;
     // The tiles in touched order (the crop's order); those another thread is decoding are taken
-    // after the rest.
+    // after the rest. A tile that cannot be decoded skips the sample; when several can't, the
+    // first in touched order names the reason, whatever the timing (so every tile before it is
+    // still fetched, none after it).
     std::vector<std::shared_ptr<const PointCloud>> got(touched.size());
+    int64_t loads = 0, fetched = 0;
+    size_t broken = touched.size();
+    std::string why;
     for (int pass = 0; pass < 2; ++pass)
-      for (size_t k = 0; k < touched.size(); ++k) {
+      for (size_t k = 0; k < broken; ++k) {
         if (got[k]) continue;
         bool decoded = false;
-        got[k] = loader_.get(set, touched[k], &decoded, /*wait=*/pass == 1);
+        try {
+          got[k] = loader_.get(set, touched[k], &decoded, /*wait=*/pass == 1);
+        } catch (const Error& e) {
+          broken = k, why = e.what();
+          break;
+        }
         loads += decoded;
+        fetched += got[k] != nullptr;
       }
+    ctx.count(s.epoch, "tile_loads", loads);
+    ctx.count(s.epoch, "tile_hits", fetched - loads);
+    loads_ += loads;
+    hits_ += fetched - loads;
+    if (broken < touched.size()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++skipped_by_tile_[set.tiles[touched[broken]].path];
+      }
+      throw Error(why);  // the tile's one message (TileLoader): the same for every sample that needs it
+    }
     for (size_t k = 0; k < touched.size(); ++k) {
       auto& c = got[k];
       if (c->size() == 0) continue;  // a tile without points adds none
       views.push_back({c.get(), &index_.get(c, c_.cell, &holds[k])});
       clouds.push_back(std::move(c));
     }
-    ctx.count(s.epoch, "tile_loads", loads);
-    ctx.count(s.epoch, "tile_hits", (int64_t)touched.size() - loads);
-    loads_ += loads;
-    hits_ += (int64_t)touched.size() - loads;
     auto picks = crop_polyline_tiles(views, line, c_.radius, c_.z_min, c_.z_max);
     // One tile with points: the sample keeps that tile and the ids; several: their points gathered
     // into one small cloud (the same points in the same order either way).
@@ -184,6 +155,7 @@ class CropTiles : public Stage {
   std::mutex mu_;
   std::shared_ptr<const TileSet> tiles_;
   std::atomic<int64_t> loads_{0}, hits_{0};
+  std::map<std::string, int64_t> skipped_by_tile_;  // broken tiles: the samples skipped for each (under mu_)
 };
 
 void register_crop_tiles(StageRegistry& r) {

@@ -63,16 +63,17 @@ void RunLog::epoch_end(int64_t step) {
   epoch_from_start_ = true;
 }
 
-void RunLog::epoch_counts(int64_t step, int64_t epoch, const std::map<std::string, int64_t>& counts) {
+void RunLog::epoch_counts(int64_t step, int64_t epoch, const std::map<std::string, int64_t>& counts, int ranks) {
   if (!rank0_ || counts.empty()) return;
   std::string line = "{\"type\":\"epoch\",\"step\":" + std::to_string(step) + ",\"epoch\":" + std::to_string(epoch);
+  if (ranks > 1) line += ",\"ranks\":" + std::to_string(ranks);  // the counts below are their sum
   std::string said;
   for (const auto& [name, n] : counts) {
     line += ",\"" + name + "\":" + std::to_string(n);  // names are the stages' own identifiers
     said += (said.empty() ? "" : ", ") + std::to_string(n) + " " + name;
   }
   metrics_.append(line + "}\n");
-  note("epoch " + std::to_string(epoch + 1) + ": " + said);
+  note("epoch " + std::to_string(epoch + 1) + ": " + said + (ranks > 1 ? " (sum over " + std::to_string(ranks) + " ranks)" : ""));
 }
 
 void RunLog::train_line(int64_t logged_step, int64_t step, int64_t epoch, int64_t samples, float loss, double mean) {

@@ -41,8 +41,9 @@ class RunLog {
   // seen whole (a resumed run's first epoch may have started in the middle).
   void epoch_end(int64_t step);
   // The counters stages kept for that epoch (RunContext::count; e.g. crop_tiles' tile_loads and
-  // tile_hits): an "epoch" line, and a note. Nothing when there are none.
-  void epoch_counts(int64_t step, int64_t epoch, const std::map<std::string, int64_t>& counts);
+  // tile_hits): an "epoch" line, and a note. Nothing when there are none. ranks > 1: the counts are
+  // the sum over that many ranks (ranks.h: sum_counts_over_ranks), and both say so.
+  void epoch_counts(int64_t step, int64_t epoch, const std::map<std::string, int64_t>& counts, int ranks = 1);
   // The eval line; returns the sentence that says it ("eval after epoch ...").
   std::string eval(int64_t step, int64_t epoch, const RefineStats& s);
 

@@ -230,7 +230,8 @@ class TrainStep : public Stage {
     pos_ = RankPosition{Position{m.pos.epoch + 1, 0}, 0};
     log_.epoch_end(step_);
     const int64_t finished = m.pos.epoch;
-    log_.epoch_counts(step_, finished, ctx.counts(finished));
+    // Each rank counted its own share of the epoch: every rank joins the sum (collective), rank 0 writes it.
+    log_.epoch_counts(step_, finished, sum_counts_over_ranks(*comm_, ctx.world(), ctx.counts(finished)), ctx.world());
     if (rank0_ && !eval_root_.empty() && eval_every_ > 0 && (finished + 1) % eval_every_ == 0 &&
         finished + 1 < ctx.epochs)
       evaluate(ctx, finished);

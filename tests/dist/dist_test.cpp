@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -363,6 +364,60 @@ TEST_F(Dist, ScenesAreDealtSoEachIsReadByExactlyOneRank) {
   EXPECT_NE(w.code, 0);
   EXPECT_NE(w.err.find("write_samples writes one file from one process"), std::string::npos) << w.err;
   EXPECT_FALSE(fs::exists(b + "/c2.safetensors"));
+}
+
+// Training from a tiled map: each rank crops its share of the epoch's pieces through its own tile
+// cache, and the epoch lines' tile_loads and tile_hits are the sum over the ranks (labelled so):
+// every piece looks at the same tiles whatever the rank count (its noisy line is seeded by the
+// piece), so loads + hits of 2 ranks equal one process's, epoch by epoch; rank 0's alone are about half.
+TEST_F(Dist, TiledMapEpochCountsAreSummedOverTheRanks) {
+  const std::string d = sub("tiles");
+  const std::string cli = q(SL_CLI_PATH);
+  Ran g = sh(d, cli + " gen-data map --map lanelet2 --tile-size 40 --train 2 --val 1 --seed 4");
+  ASSERT_EQ(g.code, 0) << g.err;
+  const std::string cmd = cli + " run " + q(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train_tiles.json") +
+                          " --threads 1 --set tiles.root=" + q(d + "/map/train/pointcloud_map") +
+                          " --set train.eval.root=null --set epochs=2 --set batch.size=8 --set batch.drop_last=false"
+                          " --set crop.cache_mb=256 --set resample.points=64 --set perturb.points=8"
+                          " --set train.model.encoder=[16,32] --set train.model.line_mlp=[16] --set train.model.regressor=[16]"
+                          " --set train.log.progress=lines --set train.checkpoint.every_steps=1000 --set train.checkpoint.dir=";
+  const std::string a = sub("tiles_one"), b = sub("tiles_two");
+  Ran ra = sh(a, cmd + "run");
+  Ran rb = sh(b, mpirun(2) + cmd + "run");
+  ASSERT_EQ(ra.code, 0) << ra.err;
+  ASSERT_EQ(rb.code, 0) << rb.err;
+  // Per epoch: {ranks, tile_loads, tile_hits} of the metrics' epoch lines.
+  auto epochs = [](const std::string& metrics) {
+    std::vector<std::array<int64_t, 3>> out;
+    std::istringstream in(read_file(metrics));
+    auto num = [](const std::string& line, const std::string& key, int64_t none) {
+      const size_t at = line.find("\"" + key + "\":");
+      return at == std::string::npos ? none : std::stoll(line.substr(at + key.size() + 3));
+    };
+    for (std::string l; std::getline(in, l);)
+      if (l.find("\"type\":\"epoch\"") != std::string::npos)
+        out.push_back({num(l, "ranks", 1), num(l, "tile_loads", -1), num(l, "tile_hits", -1)});
+    return out;
+  };
+  const auto one = epochs(a + "/run/metrics.jsonl"), two = epochs(b + "/run/metrics.jsonl");
+  ASSERT_EQ(one.size(), 2u);
+  ASSERT_EQ(two.size(), 2u) << "rank 0 alone writes the epoch lines";
+  for (size_t e = 0; e < 2; ++e) {
+    SCOPED_TRACE("epoch " + std::to_string(e));
+    EXPECT_EQ(one[e][0], 1);
+    EXPECT_EQ(two[e][0], 2) << "the line says the counts are of 2 ranks";
+    EXPECT_GT(one[e][1] + one[e][2], 100) << "the pieces looked at tiles";
+    EXPECT_EQ(two[e][1] + two[e][2], one[e][1] + one[e][2]) << "the same tiles looked at, summed over the ranks";
+  }
+  // A cache that holds the map: one process decodes each tile in use once in the run; each of 2
+  // ranks decodes the tiles its own pieces need, at most once in the run (its share differs by
+  // epoch, so a few in the second epoch), most of them shared (the ranks walk the same blocks).
+  EXPECT_EQ(one[1][1], 0);
+  EXPECT_GE(two[0][1], one[0][1]);
+  EXPECT_LE(two[0][1] + two[1][1], 2 * one[0][1]);
+  EXPECT_NE(rb.err.find("epoch 1: " + std::to_string(two[0][2]) + " tile_hits, " + std::to_string(two[0][1]) +
+                        " tile_loads (sum over 2 ranks)"), std::string::npos) << rb.err;
+  EXPECT_NE(rb.out.find("crop (rank 0 of 2): "), std::string::npos) << "the end-of-run line is rank 0's own cache\n" << rb.out;
 }
 
 // A pipeline with the fault stage of tests/plugin/fault_plugin.cpp between the samples and the batch.
