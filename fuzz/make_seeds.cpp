@@ -311,6 +311,14 @@ void map_seeds() {
   save("geojson", "bare_geometry.geojson", R"({"type": "LineString", "coordinates": [[1, 2, 3], [4, 5, 6, 7]]})");
   save("geojson", "feature.geojson",
        R"({"type": "Feature", "id": "a", "bbox": [0, 0, 1, 1], "geometry": {"coordinates": [[139.65, 35.67], [139.651, 35.671]], "type": "LineString"}, "properties": {"type": 3}})");
+  // as GDAL writes them: a relation as a GeometryCollection (its OSM driver), text sequences (GeoJSONSeq)
+  save("geojson", "geometry_collection.geojson",
+       R"({"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {"type": "lanelet"}, "geometry": {"type": "GeometryCollection", "bbox": [8.42, 49.0, 8.4301, 49.0001], "geometries": [
+{"type": "LineString", "coordinates": [[8.42, 49.0], [8.4201, 49.0001]]}, {"type": "Point", "coordinates": [8.42, 49.0]},
+{"type": "MultiLineString", "coordinates": [[[8.43, 49.0], [8.4301, 49.0]]]}, {"type": "GeometryCollection", "geometries": []}]}}]})");
+  const std::string record = R"({"type": "Feature", "properties": {"type": "line_thin"}, "geometry": {"type": "LineString", "coordinates": [[8.42, 49.0, 1.5], [8.4201, 49.0001, 1.25]]}})";
+  save("geojson", "sequence_lines.geojsonl", record + "\n" + record + "\n");
+  save("geojson", "sequence_rs.geojsons", "\x1E" + record + "\n\x1E" + record + "\n");
 }
 
 // Autoware's pointcloud_map_metadata.yaml: what gen-data --tile-size writes, hand-written variants

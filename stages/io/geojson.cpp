@@ -43,9 +43,10 @@ struct SpanHandler : ExactNumbers {
 struct Walker {
   const std::string& path;
   const std::vector<ByteSpan>& spans;
-  size_t next = 0;  // ordinal of the next number in document order
+  size_t next = 0;     // ordinal of the next number in document order
+  std::string record;  // a text sequence's record being walked ("record 3 (line 3): "), else ""
   [[noreturn]] void bad(const std::string& pointer, const std::string& why) const {
-    fail(path, (pointer.empty() ? std::string("/") : pointer) + ": " + why);
+    fail(path, record + (pointer.empty() ? std::string("/") : pointer) + ": " + why);
   }
   void skip(const Value& v) {  // passes over a subtree's numbers (nesting checked: <= 256 levels)
     if (v.IsNumber()) ++next;
@@ -57,8 +58,9 @@ struct Walker {
 };
 
 struct RawLine {
-  int64_t feature = 0, part = 0;
+  int64_t feature = 0, member = -1, part = 0;
   std::string category, pointer;
+  std::string record;  // Walker::record when it was read
   std::vector<uint32_t> vertex;
 };
 
@@ -138,8 +140,9 @@ struct Reader {
     }
   }
 
-  void geometry(const Value& g, int64_t feature, const std::string& ptr, const std::string& category) {
-    if (g.IsNull()) {
+  // member: the geometry's index in its feature's GeometryCollection, -1 for the feature's own.
+  void geometry(const Value& g, int64_t feature, const std::string& ptr, const std::string& category, int64_t member = -1) {
+    if (g.IsNull() && member < 0) {
       skipped["features without geometry"]++;
       return;
     }
@@ -147,15 +150,22 @@ struct Reader {
     auto t = g.FindMember("type");
     if (t == g.MemberEnd() || !t->value.IsString()) w.bad(ptr, "a geometry needs a \"type\" string");
     const std::string type(t->value.GetString(), t->value.GetStringLength());
-    const bool single = type == "LineString", multi = type == "MultiLineString";
-    if (!single && !multi) {
-      static const char* kOthers[] = {"Point", "MultiPoint", "Polygon", "MultiPolygon", "GeometryCollection"};
+    const bool single = type == "LineString", multi = type == "MultiLineString", collection = type == "GeometryCollection";
+    const std::string in = member < 0 ? "" : " in GeometryCollections";
+    if (!single && !multi && !collection) {
+      static const char* kOthers[] = {"Point", "MultiPoint", "Polygon", "MultiPolygon"};
       if (std::find_if(std::begin(kOthers), std::end(kOthers), [&](const char* o) { return type == o; }) == std::end(kOthers))
         w.bad(ptr + "/type", "\"" + type + "\" is not a GeoJSON geometry type");
-      skipped[type + " geometries skipped"]++;
+      skipped[type + " geometries" + in + " skipped"]++;
       w.skip(g);
       return;
     }
+    if (collection && member >= 0) {  // RFC 7946 3.1.8: SHOULD NOT nest; no identity for it here
+      skipped["GeometryCollections nested in GeometryCollections skipped"]++;
+      w.skip(g);
+      return;
+    }
+    const char* body = collection ? "geometries" : "coordinates";
     bool seen = false;
     const size_t v0 = verts.size();
     int64_t box = -1;
@@ -164,26 +174,30 @@ struct Reader {
         box = bbox(m.value);
         continue;
       }
-      if (seen || std::string_view(m.name.GetString(), m.name.GetStringLength()) != "coordinates") {
+      if (seen || std::string_view(m.name.GetString(), m.name.GetStringLength()) != body) {
         w.skip(m.value);
         continue;
       }
       seen = true;
-      const std::string cp = ptr + "/coordinates";
-      if (single) {
-        RawLine l{feature, 0, category, cp, {}};
+      const std::string cp = ptr + "/" + body;
+      if (collection) {
+        if (!m.value.IsArray()) w.bad(cp, std::string("expected an array of geometries, found ") + type_name(m.value));
+        for (rapidjson::SizeType k = 0; k < m.value.Size(); ++k)
+          geometry(m.value[k], feature, cp + "/" + std::to_string(k), category, int64_t(k));
+      } else if (single) {
+        RawLine l{feature, member, 0, category, cp, w.record, {}};
         positions(m.value, cp, l);
         lines.push_back(std::move(l));
       } else {
         if (!m.value.IsArray()) w.bad(cp, std::string("expected an array of lines, found ") + type_name(m.value));
         for (rapidjson::SizeType k = 0; k < m.value.Size(); ++k) {
-          RawLine l{feature, int64_t(k), category, cp + "/" + std::to_string(k), {}};
+          RawLine l{feature, member, int64_t(k), category, cp + "/" + std::to_string(k), w.record, {}};
           positions(m.value[k], l.pointer, l);
           lines.push_back(std::move(l));
         }
       }
     }
-    if (!seen) w.bad(ptr, "a " + type + " needs \"coordinates\"");
+    if (!seen) w.bad(ptr, "a " + type + " needs \"" + body + "\"");
     bound(box, v0);
   }
 
@@ -257,11 +271,14 @@ std::string epsg_of_crs_name(const std::string& name, const std::string& path) {
     const std::string code = name.substr(cut + 1);
     if (cut + 1 >= p.size() && digits(code)) return "EPSG:" + code;
   }
-  const size_t c = name.rfind("CRS84");
-  if (c != std::string::npos && c + 5 == name.size() &&
-      (name == "CRS84" || name == "OGC:CRS84" || name.rfind("urn:ogc:def:crs:OGC:", 0) == 0 ||
-       name == "http://www.opengis.net/def/crs/OGC/1.3/CRS84"))
-    return "";
+  // CRS84h: CRS84 with ellipsoidal heights (lon, lat, h), as EPSG:4979 is to EPSG:4326.
+  for (const std::string crs84 : {"CRS84", "CRS84h"}) {
+    const size_t c = name.rfind(crs84);
+    if (c != std::string::npos && c + crs84.size() == name.size() && (c == 0 || name[c - 1] == ':' || name[c - 1] == '/') &&
+        (name == crs84 || name == "OGC:" + crs84 || name.rfind("urn:ogc:def:crs:OGC:", 0) == 0 ||
+         name.rfind("http://www.opengis.net/def/crs/OGC/", 0) == 0))
+      return "";
+  }
   fail(path, "/crs: \"" + name + "\" is neither an EPSG code (EPSG:n, urn:ogc:def:crs:EPSG::n) nor CRS84");
 }
 
@@ -269,64 +286,129 @@ std::string epsg_of_crs_name(const std::string& name, const std::string& path) {
 
 VectorMap parse_geojson(const std::string& text, const std::string& path, const MapReadOptions& options) {
   check_projection_spec(options.projection, path);
-  check_json_depth(text, path);
   const size_t base = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;  // a UTF-8 byte order mark
-  rapidjson::Document doc;
   std::vector<ByteSpan> spans;
-  rapidjson::ParseResult res;
-  rapidjson::MemoryStream ms(text.data() + base, text.size() - base);
-  auto generate = [&](rapidjson::Document& d) {
-    SpanHandler h(d, ms, base, spans);
-    res = rapidjson::Reader().Parse<rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseValidateEncodingFlag>(ms, h);
-    return !res.IsError();
-  };
-  doc.Populate(generate);
-  if (res.IsError()) {
-    const size_t off = std::min(base + res.Offset(), text.size());
+  auto line_col = [&](size_t off) {
+    off = std::min(off, text.size());
     const size_t line = 1 + size_t(std::count(text.begin(), text.begin() + long(off), '\n'));
     const size_t nl = off == 0 ? std::string::npos : text.rfind('\n', off - 1);
-    const size_t col = nl == std::string::npos ? off + 1 : off - nl;
-    fail(path, "JSON parse error at line " + std::to_string(line) + ":" + std::to_string(col) + ": " +
-                   rapidjson::GetParseError_En(res.Code()));
-  }
-  Reader r{Walker{path, spans}, options, {}, {}, {}};
-  if (!doc.IsObject()) r.w.bad("", std::string("expected a GeoJSON object, found ") + type_name(doc));
-  auto t = doc.FindMember("type");
-  if (t == doc.MemberEnd() || !t->value.IsString()) r.w.bad("", "a GeoJSON object needs a \"type\" string");
-  const std::string type(t->value.GetString(), t->value.GetStringLength());
-  if (type == "FeatureCollection") {
-    bool seen = false;
-    int64_t box = -1;
-    for (const auto& m : doc.GetObject()) {
-      if (box < 0 && Reader::is_bbox(m)) {
-        box = r.bbox(m.value);
-        continue;
-      }
-      if (seen || std::string_view(m.name.GetString(), m.name.GetStringLength()) != "features") {
-        r.w.skip(m.value);
-        continue;
-      }
-      seen = true;
-      if (!m.value.IsArray()) r.w.bad("/features", std::string("expected an array, found ") + type_name(m.value));
-      for (rapidjson::SizeType i = 0; i < m.value.Size(); ++i) r.feature(m.value[i], i, "/features/" + std::to_string(i));
+    return std::to_string(line) + ":" + std::to_string(nl == std::string::npos ? off + 1 : off - nl);
+  };
+  // Parses the JSON text text[b, e) into doc, appending where its numbers are to `spans`.
+  auto parse = [&](size_t b, size_t e, rapidjson::Document& doc) {
+    rapidjson::ParseResult res;
+    rapidjson::MemoryStream ms(text.data() + b, e - b);
+    auto generate = [&](rapidjson::Document& d) {
+      SpanHandler h(d, ms, b, spans);
+      res = rapidjson::Reader().Parse<rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseValidateEncodingFlag>(ms, h);
+      return !res.IsError();
+    };
+    doc.Populate(generate);
+    return res.IsError() ? std::optional<std::pair<size_t, rapidjson::ParseErrorCode>>{{b + res.Offset(), res.Code()}}
+                         : std::nullopt;
+  };
+
+  // One GeoJSON text, or a GeoJSON text sequence (RFC 8142: each record led by the RS byte 0x1E;
+  // or one record a line, GDAL's GeoJSONSeq driver's default, also called GeoJSONL / NDJSON).
+  struct Record {
+    rapidjson::Document doc;
+    std::string name;  // "record 3 (line 3): " in a sequence
+  };
+  std::vector<Record> records;
+  const size_t first = text.find_first_not_of(" \t\r\n", base);
+  bool sequence = first != std::string::npos && text[first] == '\x1E';
+  if (!sequence) {
+    check_json_depth(text, path);
+    records.emplace_back();
+    const auto err = parse(base, text.size(), records[0].doc);
+    // A second JSON text after a first that is one line: a sequence of one text a line.
+    if (err && err->second == rapidjson::kParseErrorDocumentRootNotSingular && text[first] == '{') {
+      const size_t end = text.find_last_not_of(" \t\r\n", err->first - 1);
+      sequence = text.find('\n', first) > end;
     }
-    if (!seen) r.w.bad("", "a FeatureCollection needs \"features\"");
-    r.bound(box, 0);
-  } else if (type == "Feature") {
-    r.feature(doc, 0, "");
+    if (err && !sequence)
+      fail(path, "JSON parse error at line " + line_col(err->first) + ": " + rapidjson::GetParseError_En(err->second));
+  }
+  if (sequence) {
+    records.clear();
+    spans.clear();
+    const bool rs = text[first] == '\x1E';
+    const char sep = rs ? '\x1E' : '\n';
+    size_t line = 1, counted = 0;  // the line of byte `counted`
+    for (size_t b = rs ? first + 1 : base; b <= text.size();) {
+      const size_t e = std::min(text.find(sep, b), text.size());
+      if (text.find_first_not_of(" \t\r\n", b) < e) {  // blank records are passed over
+        line += size_t(std::count(text.begin() + long(counted), text.begin() + long(b), '\n'));
+        counted = b;
+        Record r;
+        r.name = "record " + std::to_string(records.size() + 1) + " (line " + std::to_string(line) + "): ";
+        check_json_depth(std::string_view(text).substr(b, e - b), path + ": " + r.name.substr(0, r.name.size() - 2));
+        if (const auto err = parse(b, e, r.doc))
+          fail(path, "JSON parse error at line " + line_col(err->first) + " in " + r.name.substr(0, r.name.size() - 2) +
+                         " of a GeoJSON text sequence (RFC 8142: one Feature per record, " +
+                         (rs ? "each led by the RS byte 0x1E" : "one a line") + "): " + rapidjson::GetParseError_En(err->second));
+        records.push_back(std::move(r));
+      }
+      b = e + 1;
+    }
+  }
+
+  Reader r{Walker{path, spans}, options, {}, {}, {}};
+  auto root_type = [&](const Value& root) {
+    if (!root.IsObject()) r.w.bad("", std::string("expected a GeoJSON object, found ") + type_name(root));
+    auto t = root.FindMember("type");
+    if (t == root.MemberEnd() || !t->value.IsString()) r.w.bad("", "a GeoJSON object needs a \"type\" string");
+    return std::string(t->value.GetString(), t->value.GetStringLength());
+  };
+  if (sequence) {
+    // Each record is feature <record index>, as ogr2ogr numbers them reading a sequence.
+    for (size_t i = 0; i < records.size(); ++i) {
+      r.w.record = records[i].name;
+      const std::string type = root_type(records[i].doc);
+      if (type == "FeatureCollection") r.w.bad("", "a GeoJSON text sequence holds Features or geometries, one per record, not a FeatureCollection");
+      if (type == "Feature") r.feature(records[i].doc, int64_t(i), "");
+      else r.geometry(records[i].doc, int64_t(i), "", "");
+    }
+    r.w.record.clear();
   } else {
-    r.geometry(doc, 0, "", "");
+    const Value& doc = records[0].doc;
+    const std::string type = root_type(doc);
+    if (type == "FeatureCollection") {
+      bool seen = false;
+      int64_t box = -1;
+      for (const auto& m : doc.GetObject()) {
+        if (box < 0 && Reader::is_bbox(m)) {
+          box = r.bbox(m.value);
+          continue;
+        }
+        if (seen || std::string_view(m.name.GetString(), m.name.GetStringLength()) != "features") {
+          r.w.skip(m.value);
+          continue;
+        }
+        seen = true;
+        if (!m.value.IsArray()) r.w.bad("/features", std::string("expected an array, found ") + type_name(m.value));
+        for (rapidjson::SizeType i = 0; i < m.value.Size(); ++i) r.feature(m.value[i], i, "/features/" + std::to_string(i));
+      }
+      if (!seen) r.w.bad("", "a FeatureCollection needs \"features\"");
+      r.bound(box, 0);
+    } else if (type == "Feature") {
+      r.feature(doc, 0, "");
+    } else {
+      r.geometry(doc, 0, "", "");
+    }
   }
 
   VectorMap map;
   map.format = MapFormat::GeoJson;
   map.path = path;
-  const std::string crs = crs_name(doc, path);
+  // A sequence is RFC 7946's lon/lat (RFC 8142 defines no crs); a single text may carry one.
+  const std::string crs = sequence ? "" : crs_name(records[0].doc, path);
   bool projected_file = false;
   if (!crs.empty()) {
-    // Geographic (CRS84, EPSG:4326, ...) or projected in metres; anything else is an error.
+    // WGS 84 lon/lat (CRS84, EPSG:4326, or EPSG:4979 with heights: GDAL names a 3D lon/lat
+    // layer so) or projected in metres; anything else is an error.
     const std::string epsg = epsg_of_crs_name(crs, path);
-    if (!epsg.empty() && epsg != "EPSG:4326") {
+    if (!epsg.empty() && epsg != "EPSG:4326" && epsg != "EPSG:4979") {
       map.file_crs = Projection::of_crs(epsg, path + ": /crs");
       projected_file = true;
     }
@@ -336,7 +418,7 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
   auto vertex_pointer = [&](size_t v) {
     for (const auto& l : r.lines)
       for (size_t j = 0; j < l.vertex.size(); ++j)
-        if (l.vertex[j] == v) return l.pointer + "/" + std::to_string(j);
+        if (l.vertex[j] == v) return l.record + l.pointer + "/" + std::to_string(j);
     return std::string("/");
   };
   std::vector<std::array<double, 2>> latlon;  // per vertex, when projecting
@@ -394,6 +476,7 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
   for (auto& rl : r.lines) {
     MapLine l;
     l.id = rl.feature;
+    l.member = rl.member;
     l.part = rl.part;
     l.category = std::move(rl.category);
     l.vertex = std::move(rl.vertex);

@@ -1,10 +1,16 @@
 // GeoJSON (RFC 7946) lines as a VectorMap, read with RapidJSON.
 //
-// Accepted roots: a FeatureCollection, a Feature, or a bare geometry. Lines: LineString (one line,
-// part 0) and MultiLineString (one line per part) geometries, each of >= 2 positions; other geometry
-// types (Point, Polygon, GeometryCollection, ...) and features with a null geometry are skipped and
-// counted. A position is [x, y] or [x, y, z]; further elements are ignored (and kept on write-back).
-// Identity: the feature's index in "features" (0 for a bare Feature or geometry) and the part.
+// Accepted roots: a FeatureCollection, a Feature, or a bare geometry; or a GeoJSON text sequence
+// (RFC 8142: records led by the RS byte 0x1E; or one record a line, as GDAL's GeoJSONSeq driver
+// writes by default), each record a Feature or a geometry, in RFC 7946's lon/lat. A sequence is
+// recognised by its content (a leading RS, or a one-line text followed by another), whatever the
+// extension. Lines: LineString (one line, part 0) and MultiLineString (one line per part)
+// geometries, each of >= 2 positions, also as members of a GeometryCollection (GDAL's OSM driver
+// writes relations so); other geometry types (Point, Polygon, ...), a GeometryCollection nested in
+// another, and features with a null geometry are skipped and counted by name. A position is [x, y]
+// or [x, y, z]; further elements are ignored (and kept on write-back).
+// Identity: the feature's index in "features" or the record's in a sequence (0 for a bare Feature
+// or geometry), the member's index in a GeometryCollection, and the part.
 // Category: properties[category_property] (default "type"), plus ":" + properties[subtype_property]
 // (default "subtype") when present, as Lanelet2's type:subtype; strings as they are, numbers and
 // booleans as their JSON text, missing or null as "" (an object or array there is an error).
@@ -13,9 +19,9 @@
 // "crs" member, which mapping tools (QGIS, GDAL) still write for projected data, is honoured:
 // {"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::32632"}} (also "EPSG:32632",
 // "urn:ogc:def:crs:EPSG:<version>:32632", "http://www.opengis.net/def/crs/EPSG/0/32632"), and the
-// older {"type": "EPSG", "properties": {"code": 32632}}. CRS84 (any OGC spelling) and EPSG:4326 mean
-// lon/lat as RFC 7946; another EPSG code must be a projected CRS in metres, and then the coordinates
-// are already projected. Other names are errors (free-form names would send PROJ searching).
+// older {"type": "EPSG", "properties": {"code": 32632}}. CRS84 and CRS84h (any OGC spelling),
+// EPSG:4326 and EPSG:4979 (what GDAL names a 3D lon/lat layer) mean lon/lat as RFC 7946; another
+// EPSG code must be a projected CRS in metres, and then the coordinates are already projected. Other names are errors (free-form names would send PROJ searching).
 // The world frame by ProjectionSpec::kind:
 //   auto   a projected crs: the file's coordinates as they are (exact); else utm of lon/lat;
 //   local  the coordinates as they are, whatever the file says (projected data with no crs member);

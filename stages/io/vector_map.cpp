@@ -27,23 +27,24 @@ std::string lower_extension(const std::string& path) {
 std::string VectorMap::label(size_t line) const {
   const MapLine& l = lines[line];
   std::string s = format == MapFormat::Lanelet2 ? "way " + std::to_string(l.id) : "feature " + std::to_string(l.id);
+  if (format == MapFormat::GeoJson && l.member >= 0) s += " member " + std::to_string(l.member);
   if (format == MapFormat::GeoJson && l.part > 0) s += " part " + std::to_string(l.part);
   return s + " (" + (l.category.empty() ? std::string("no category") : l.category) + ")";
 }
 
 bool is_vector_map_path(const std::string& path) {
   const std::string e = lower_extension(path);
-  return e == ".osm" || e == ".geojson";
+  return e == ".osm" || e == ".geojson" || e == ".geojsonl" || e == ".geojsons";
 }
 
 VectorMap read_vector_map(const std::string& path, const MapReadOptions& options) {
   const std::string e = lower_extension(path);
   if (e == ".osm") return read_lanelet2(path, options);
-  if (e == ".geojson") return read_geojson(path, options);
+  if (e == ".geojson" || e == ".geojsonl" || e == ".geojsons") return read_geojson(path, options);
   const std::string text = read_file(path);
   const size_t first = text.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
   if (first != std::string::npos && text[first] == '<') return parse_lanelet2(text, path, options);
-  if (first != std::string::npos && text[first] == '{') return parse_geojson(text, path, options);
+  if (first != std::string::npos && (text[first] == '{' || text[first] == '\x1E')) return parse_geojson(text, path, options);
   fail(path, "not a vector map: neither OSM XML (Lanelet2, .osm) nor GeoJSON (.geojson)");
 }
 

@@ -23,7 +23,8 @@
 //
 // Identity: Lanelet2: the way id (MapLine::id; part 0), vertices are nodes (VectorMap::vertices,
 // shared between ways). GeoJSON: the feature's index in the file (0-based; a bare geometry or
-// Feature is feature 0) and, for a MultiLineString, the part index; vertices are positions (never
+// Feature is feature 0; in a text sequence, the record's), for a member of a GeometryCollection
+// its index there, and for a MultiLineString the part index; vertices are positions (never
 // shared). Categories: Lanelet2 "type" or "type:subtype"; GeoJSON the chosen properties (geojson.h).
 //
 // Write-back (both formats): the original bytes are copied and only the numbers of moved vertices
@@ -74,7 +75,8 @@ struct MapVertex {
 
 struct MapLine {
   int64_t id = 0;    // Lanelet2: way id; GeoJSON: feature index
-  int64_t part = 0;  // GeoJSON MultiLineString part; 0 otherwise
+  int64_t member = -1;  // GeoJSON: the index in the feature's GeometryCollection; -1 otherwise
+  int64_t part = 0;     // GeoJSON MultiLineString part; 0 otherwise
   std::string category;
   std::vector<uint32_t> vertex;  // indices into VectorMap::vertices, in line order
   std::vector<Vec3d> points;     // the same vertices' world coordinates
@@ -111,7 +113,7 @@ struct VectorMap {
   };
   std::vector<BBoxSource> bboxes;
 
-  std::string label(size_t line) const;  // "way 1234 (line_thin:solid)", "feature 3 part 1 (curb)"
+  std::string label(size_t line) const;  // "way 1234 (line_thin:solid)", "feature 3 member 0 part 1 (curb)"
 };
 
 struct MapReadOptions {
@@ -123,10 +125,11 @@ struct MapReadOptions {
   std::string subtype_property = "subtype";
 };
 
-// Reads a Lanelet2 OSM (.osm) or GeoJSON (.geojson, or .json whose text is GeoJSON) file.
+// Reads a Lanelet2 OSM (.osm) or GeoJSON (.geojson; a GeoJSON text sequence .geojsonl, .geojsons;
+// or .json whose text is GeoJSON) file.
 // Throws sl::Error naming the file and the place (line / element id, JSON pointer) on bad input.
 VectorMap read_vector_map(const std::string& path, const MapReadOptions& options = {});
-// The formats by extension: .osm -> Lanelet2, .geojson -> GeoJSON; false for anything else.
+// The formats by extension: .osm -> Lanelet2, .geojson/.geojsonl/.geojsons -> GeoJSON; false for anything else.
 bool is_vector_map_path(const std::string& path);
 
 // Category filter: an entry "line_thin" matches "line_thin" and every "line_thin:<subtype>"; an

@@ -220,6 +220,78 @@ TEST(GeoJson, LonLatMovesAreWrittenBackThroughTheInverseProjection) {
   }
 }
 
+// A GeometryCollection (GDAL's OSM driver writes relations so): its LineString and
+// MultiLineString members are lines, identified by feature, member and part; other members and a
+// nested collection are skipped and counted under their own names; write-back patches the members.
+TEST(GeoJson, GeometryCollectionMembersAreLinesWithTheirMemberIndex) {
+  const std::string text = R"({"type": "FeatureCollection", "features": [
+    {"type": "Feature", "properties": {"type": "lanelet"}, "geometry": {"type": "GeometryCollection", "bbox": [0, 0, 20, 20], "geometries": [
+      {"type": "Point", "coordinates": [5, 5]},
+      {"type": "LineString", "coordinates": [[0, 0], [10, 0]]},
+      {"type": "GeometryCollection", "geometries": [{"type": "LineString", "coordinates": [[1, 1], [2, 2]]}]},
+      {"type": "MultiLineString", "coordinates": [[[0, 10], [10, 10]], [[0, 20], [10, 20], [20, 20]]]}]}},
+    {"type": "Feature", "properties": {"type": "curb"}, "geometry": {"type": "LineString", "coordinates": [[30, 0], [40, 0]]}}
+  ]})";
+  const VectorMap m = parse_geojson(text, "gc.geojson", with("local"));
+  ASSERT_EQ(m.lines.size(), 4u);
+  EXPECT_EQ(m.lines[0].member, 1);
+  EXPECT_EQ(m.lines[0].part, 0);
+  EXPECT_EQ(m.lines[1].member, 3);
+  EXPECT_EQ(m.lines[1].part, 0);
+  EXPECT_EQ(m.lines[2].member, 3);
+  EXPECT_EQ(m.lines[2].part, 1);
+  EXPECT_EQ(m.lines[3].member, -1);
+  EXPECT_EQ(m.lines[3].id, 1);
+  EXPECT_EQ(m.label(2), "feature 0 member 3 part 1 (lanelet)");
+  EXPECT_EQ(m.label(3), "feature 1 (curb)");
+  EXPECT_EQ(m.lines[2].points[2], (Vec3d{20, 20, 0}));
+  EXPECT_EQ(m.lines[3].points[0], (Vec3d{30, 0, 0}));  // the numbers after the collection are in step
+  EXPECT_EQ(m.counts.at("Point geometries in GeometryCollections skipped"), 1);
+  EXPECT_EQ(m.counts.at("GeometryCollections nested in GeometryCollections skipped"), 1);
+  std::vector<Vec3d> d(m.vertices.size(), Vec3d{0, 0, 0});
+  EXPECT_EQ(render_vector_map(m, d), text);
+  d[m.lines[2].vertex[2]] = {1.5, 0.25, 0};
+  const std::string out = render_vector_map(m, d);
+  EXPECT_NE(out.find("[[0, 20], [10, 20], [21.5, 20.25]]"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("bbox": [0, 0, 21.5, 20.25])"), std::string::npos) << out;  // the collection's bbox grows
+  EXPECT_EQ(error_of(R"({"type": "GeometryCollection", "geometries": [null]})", with("local")),
+            "bad.geojson: /geometries/0: expected a geometry object, found null");
+  EXPECT_NE(error_of(R"({"type": "GeometryCollection"})").find("/: a GeometryCollection needs \"geometries\""), std::string::npos);
+}
+
+// RFC 8142 text sequences (records led by RS, 0x1E) and one text a line (GDAL's GeoJSONSeq
+// default): each record is a feature numbered by its place; errors name the record and its line.
+TEST(GeoJson, TextSequencesReadEachRecordAsAFeature) {
+  const std::string f0 = R"({"type": "Feature", "properties": {"type": "a"}, "geometry": {"type": "LineString", "coordinates": [[8.42, 49.0, 1], [8.4201, 49.0, 2]]}})";
+  const std::string f1 = R"({"type": "LineString", "coordinates": [[8.43, 49.0], [8.4301, 49.0]]})";
+  for (const std::string& text : {f0 + "\n" + f1 + "\n", "\x1E" + f0 + "\n\x1E" + f1 + "\n", f0 + "\r\n\n" + f1}) {
+    const VectorMap m = parse_geojson(text, "s.geojsonl");
+    ASSERT_EQ(m.lines.size(), 2u);
+    EXPECT_EQ(m.lines[0].id, 0);
+    EXPECT_EQ(m.lines[0].category, "a");
+    EXPECT_EQ(m.lines[1].id, 1);
+    EXPECT_EQ(m.frame, "UTM zone 32N (EPSG:32632)");
+    EXPECT_NEAR(m.lines[0].points[1][0] - m.lines[0].points[0][0], 7.31, 0.01);
+    std::vector<Vec3d> d(m.vertices.size(), Vec3d{0, 0, 0});
+    EXPECT_EQ(render_vector_map(m, d), text);
+    d[m.lines[1].vertex[0]] = {1, 0, 0};
+    const VectorMap back = parse_geojson(render_vector_map(m, d), "s.geojsonl");
+    EXPECT_NEAR(back.vertices[2].world[0], m.vertices[2].world[0] + 1, 1e-6);
+    EXPECT_EQ(back.vertices[0].world, m.vertices[0].world);
+  }
+  EXPECT_EQ(error_of(f0 + "\n\n" + R"({"type": "Feature", "properties": {}, "geometry": {"type": "LineString", "coordinates": [[8, 49], [8, 95]]}})"),
+            "bad.geojson: record 2 (line 3): /geometry/coordinates/1: [8, 95] is not a longitude, latitude (RFC 7946; "
+            "projected data needs a \"crs\" member or projection local)");
+  EXPECT_EQ(error_of(f0 + "\n{\"type\": \"Feature\",\n"),
+            "bad.geojson: JSON parse error at line 2:20 in record 2 (line 2) of a GeoJSON text sequence (RFC 8142: one "
+            "Feature per record, one a line): Missing a name for object member.");
+  EXPECT_NE(error_of(f0 + "\n" + R"({"type": "FeatureCollection", "features": []})").find("record 2 (line 2): /: a GeoJSON text sequence holds Features"),
+            std::string::npos);
+  // a pretty-printed text followed by more is no sequence: the parser's error stands
+  EXPECT_EQ(error_of("{\"type\": \"LineString\",\n \"coordinates\": [[1, 2], [3, 4]]}\n{}"),
+            "bad.geojson: JSON parse error at line 3:1: The document root must not be followed by other values.");
+}
+
 TEST(GeoJson, CrsNamesAreEpsgCodesOrCrs84InTheirUsualSpellings) {
   const std::string line = R"({"type": "LineString", "coordinates": [[500000, 5400000], [500001, 5400000]], "crs": {"type": "name", "properties": {"name": ")";
   for (const char* n : {"EPSG:32632", "urn:ogc:def:crs:EPSG::32632", "urn:ogc:def:crs:EPSG:9.8.6:32632",
@@ -228,7 +300,10 @@ TEST(GeoJson, CrsNamesAreEpsgCodesOrCrs84InTheirUsualSpellings) {
     EXPECT_EQ(m.frame, "the file's coordinates in WGS 84 / UTM zone 32N (EPSG:32632)") << n;
   }
   const std::string ll = R"({"type": "LineString", "coordinates": [[8.42, 49], [8.43, 49]], "crs": {"type": "name", "properties": {"name": ")";
-  for (const char* n : {"urn:ogc:def:crs:OGC:1.3:CRS84", "OGC:CRS84", "EPSG:4326", "urn:ogc:def:crs:EPSG::4326"})
+  // EPSG:4979 and CRS84h: the same lon/lat with heights (GDAL names a 3D lon/lat layer EPSG:4979)
+  for (const char* n : {"urn:ogc:def:crs:OGC:1.3:CRS84", "OGC:CRS84", "EPSG:4326", "urn:ogc:def:crs:EPSG::4326",
+                        "urn:ogc:def:crs:EPSG::4979", "urn:ogc:def:crs:OGC::CRS84h", "http://www.opengis.net/def/crs/OGC/0/CRS84h",
+                        "http://www.opengis.net/def/crs/OGC/1.3/CRS84"})
     EXPECT_EQ(parse_geojson(ll + n + "\"}}}", "c.geojson").frame, "UTM zone 32N (EPSG:32632)") << n;
   const VectorMap e = parse_geojson(R"({"type": "LineString", "coordinates": [[500000, 5400000], [500001, 5400000]], "crs": {"type": "EPSG", "properties": {"code": 32632}}})", "e.geojson");
   EXPECT_EQ(e.lines[0].points[0][0], 500000);
