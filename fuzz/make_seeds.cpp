@@ -203,6 +203,22 @@ void las_seeds() {
   LasWriteOptions copc;
   copc.vlrs = {{"copc", 1, std::string(160, '\0'), "copc info"}};
   save("las", "copc_vlr", las_bytes("seed.las", c, copc));
+  // Files other tools wrote (tests/io/las/other_tools: LAStools, libLAS, libLAS + LASzip; all LAS
+  // 1.2), cut to their first 64 records with the legacy count set to match: whole, the largest
+  // seed (180 KB) would become libFuzzer's input length limit for the target. The LAZ keeps its
+  // header, VLR and the start of its compressed points (never decoded).
+  const std::string other = std::string(SL_SOURCE_DIR) + "/tests/io/las/other_tools/";
+  for (const char* name : {"lastools_haystack_rock_9000.las", "potree_lion_r.las", "potree_lion_r.laz"}) {
+    std::string s = read_file(other + name);
+    uint32_t at;
+    uint16_t rec;
+    std::memcpy(&at, s.data() + 96, 4);
+    std::memcpy(&rec, s.data() + 105, 2);
+    const uint32_t keep = 64;
+    if ((uint8_t(s[104]) & 0x80) == 0) std::memcpy(s.data() + 107, &keep, 4);
+    s.resize(std::min(s.size(), size_t(at) + size_t(keep) * rec));
+    save("las", name, s);
+  }
 }
 
 void lines_seeds() {
