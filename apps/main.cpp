@@ -44,6 +44,7 @@
 #include "stages/train/refine_map.h"
 #include "stages/train/refine_map_tiles.h"
 #include "graph/comm.h"
+#include "graph/run_totals.h"
 #include "stages/train/checkpoints.h"
 
 namespace {
@@ -158,6 +159,14 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
     r = run_pipeline(spec, opt);
   } catch (const Error& e) {
     say_line(tag + "error: " + e.what());
+    return kExitRunFailure;  // leave() ends the job: no rank waits in the exchange below
+  }
+  // The summary, run.json and the report speak for the whole run: every rank's figures, added
+  // up on rank 0. Every rank whose graph ran gets here, failed or interrupted or not.
+  try {
+    total_over_ranks(r, comm);
+  } catch (const Error& e) {
+    say_line(tag + "error: adding up the ranks' end-of-run figures: " + e.what());
     return kExitRunFailure;
   }
   if (!quiet) std::cerr << format_report(r);

@@ -1,5 +1,6 @@
 #include "graph/comm.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -111,6 +112,26 @@ std::unique_ptr<Comm>& world_slot() {
 bool g_mpi_started = false;
 
 }  // namespace
+
+std::vector<std::string> allgather_text(Comm& comm, const std::string& mine) {
+  const size_t world = (size_t)comm.size();
+  if (world <= 1) return {mine};
+  // An all-gather moves the same bytes from every rank: the lengths first, then each text
+  // padded to the longest.
+  const uint64_t size = mine.size();
+  std::vector<uint64_t> sizes(world);
+  comm.allgather(&size, sizeof size, sizes.data());
+  uint64_t longest = 0;
+  for (uint64_t n : sizes) longest = std::max(longest, n);
+  std::vector<std::string> out(world);
+  if (longest == 0) return out;
+  std::string padded = mine;
+  padded.resize(longest, '\0');
+  std::string all(longest * world, '\0');
+  comm.allgather(padded.data(), longest, all.data());
+  for (size_t r = 0; r < world; ++r) out[r] = all.substr(longest * r, sizes[r]);
+  return out;
+}
 
 bool launched_by_mpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");

@@ -42,6 +42,11 @@ class Comm {
   int rank_ = 0, size_ = 1;
 };
 
+// Every rank's text (of any length, different on each rank), on every rank, in rank order.
+// Collective: two all-gathers, the lengths and then the texts padded to the longest. A world
+// of one: {mine}.
+std::vector<std::string> allgather_text(Comm& comm, const std::string& mine);
+
 // The process's world: MPI when the program was started by mpirun (and built with MPI), a
 // world of one otherwise. Throws sl::Error when started by an mpirun of more than one rank in a
 // build without MPI (every rank would train the whole data alone and write the same files).

@@ -30,6 +30,16 @@ std::vector<std::string> RunContext::summaries() const {
   std::lock_guard<std::mutex> lock(mu_);
   return summary_;
 }
+void RunContext::add_summary(const std::string& key, const std::map<std::string, double>& figures, FigureText text) {
+  const std::string line = text(figures, 1);
+  std::lock_guard<std::mutex> lock(mu_);
+  figure_lines_.push_back(FigureLine{summary_.size(), key, figures, std::move(text)});
+  summary_.push_back(line);
+}
+std::vector<RunContext::FigureLine> RunContext::figure_lines() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return figure_lines_;
+}
 void RunContext::count(int64_t epoch, const std::string& name, int64_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   counts_[epoch][name] += n;
@@ -523,7 +533,11 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
   result.error = run.first_error;
   result.interrupted = !run.failed && user_stop;
   result.skips = run.skips;
+  result.skips_total = (int64_t)run.skips.size();
+  result.skip_groups = group_skips(run.skips);
   result.summaries = ctx.summaries();
+  result.figure_lines = ctx.figure_lines();
+  result.threads = std::max(1, total_threads);
   fill_report(result, run, topo, total_threads);
   if (run.trace) {
     try {  // the run's report comes back either way; a trace that cannot be written fails it
@@ -575,8 +589,14 @@ std::string diagnose(const std::vector<StageReport>& stages, double wall, int to
 std::string format_report(const RunResult& r) {
   std::ostringstream o;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "\nWhere the time went (wall %.2f s, peak RSS of the process %.0f MiB)\n", r.wall_s,
-                r.peak_rss_bytes / 1048576.0);
+  if (r.ranks > 1)
+    std::snprintf(buf, sizeof buf,
+                  "\nWhere the time went, over %d ranks (wall %.2f s: the longest rank's; peak RSS of the largest process "
+                  "%.0f MiB)\n",
+                  r.ranks, r.wall_s, r.peak_rss_bytes / 1048576.0);
+  else
+    std::snprintf(buf, sizeof buf, "\nWhere the time went (wall %.2f s, peak RSS of the process %.0f MiB)\n", r.wall_s,
+                  r.peak_rss_bytes / 1048576.0);
   o << buf;
   std::snprintf(buf, sizeof buf, "  %-12s %-16s %7s %9s %9s %8s %8s %7s %10s %10s\n", "stage", "type", "threads",
                 "items in", "items out", "skipped", "busy s", "busy %", "idle s", "held s");
@@ -587,19 +607,29 @@ std::string format_report(const RunResult& r) {
                   s.busy_s, 100 * s.utilization, s.wait_input_s, s.wait_output_s);
     o << buf;
   }
-  o << "  (busy %: busy time / (wall x threads); idle: its threads waited for input; held: the source was\n"
-       "   held back by backpressure)\n";
+  if (r.ranks > 1) {
+    std::snprintf(buf, sizeof buf,
+                  "  (items, skipped, busy s, idle s and held s: summed over the %d ranks; threads: each rank's%s;\n"
+                  "   busy %%: busy time / (wall x threads), every rank's added up; idle: its threads waited for input;\n"
+                  "   held: the source was held back by backpressure)\n",
+                  r.ranks, r.threads_differ ? " (they differ: rank 0's)" : "");
+    o << buf;
+  } else {
+    o << "  (busy %: busy time / (wall x threads); idle: its threads waited for input; held: the source was\n"
+         "   held back by backpressure)\n";
+  }
   if (!r.bottleneck.empty()) o << "  Bottleneck: " << r.bottleneck << "\n";
-  if (!r.skips.empty()) {
-    o << "\nSkipped " << r.skips.size() << " item(s):\n";
+  if (r.skips_total > 0) {
+    o << "\nSkipped " << r.skips_total << " item(s)"
+      << (r.ranks > 1 ? " over " + std::to_string(r.ranks) + " ranks (examples from each, with their rank)" : "") << ":\n";
     size_t shown = 0;
     for (const auto& s : r.skips) {
-      if (++shown > 20) {
-        o << "  ... and " << (r.skips.size() - 20) << " more\n";
-        break;
-      }
-      o << "  [" << s.stage << "] " << s.item << ": " << s.reason << "\n";
+      if (++shown > 20) break;
+      o << "  " << (s.rank >= 0 ? "[rank " + std::to_string(s.rank) + "] " : "") << "[" << s.stage << "] " << s.item
+        << ": " << s.reason << "\n";
     }
+    const int64_t listed = (int64_t)std::min<size_t>(r.skips.size(), 20);
+    if (r.skips_total > listed) o << "  ... and " << (r.skips_total - listed) << " more\n";
   }
   return o.str();
 }

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/skips.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
 
@@ -52,10 +53,18 @@ struct RunResult {
   std::string error;  // first failure, with its place
   double wall_s = 0;
   double peak_rss_bytes = 0;  // of the whole process, at the end of the run
+  int threads = 1;            // worker threads of the run (of each rank)
   std::vector<StageReport> stages;
-  std::vector<SkipRecord> skips;
+  std::vector<SkipRecord> skips;       // every skipped item; of a data-parallel run, examples
+  int64_t skips_total = 0;             // how many were skipped
+  std::vector<SkipGroup> skip_groups;  // grouped by stage and cause (graph/skips.h)
   std::vector<std::string> summaries;
+  std::vector<RunContext::FigureLine> figure_lines;  // the summaries whose numbers add up over ranks
   std::string bottleneck;  // one or two sentences: where the time went, what to change
+  // ranks > 1: the figures are those of every rank of a data-parallel run, added up
+  // (graph/run_totals.h says how, column by column); one process: 1.
+  int ranks = 1;
+  bool threads_differ = false;  // ranks > 1 whose runs had different thread counts (rank 0's shown)
   int exit_code() const { return interrupted ? 130 : (ok ? 0 : 1); }
 };
 

@@ -105,6 +105,7 @@ class SourceStage : public Stage {
 // A record of a skipped item: which stage, which item, why.
 struct SkipRecord {
   std::string stage, item, reason;
+  int rank = -1;  // the rank that skipped it, in the summary of a data-parallel run (graph/run_totals.h)
 };
 
 class RunContext {
@@ -135,6 +136,25 @@ class RunContext {
   void add_summary(const std::string& line);
   std::vector<std::string> summaries() const;
 
+  // A summary line whose numbers add up over the ranks of a data-parallel run (the scene cache's
+  // hits and misses): `figures` are this rank's, by name; `line` writes the text from figures and
+  // the number of ranks they cover. One process prints line(figures, 1); a data-parallel run
+  // prints rank 0's line written from every rank's figures under the same `key`, each name summed,
+  // or the largest for a name that starts with "max_" (graph/run_totals.h).
+  using FigureText = std::function<std::string(const std::map<std::string, double>& figures, int ranks)>;
+  struct FigureLine {
+    size_t line = 0;  // its place in summaries()
+    std::string key;
+    std::map<std::string, double> figures;
+    FigureText text;
+  };
+  void add_summary(const std::string& key, const std::map<std::string, double>& figures, FigureText text);
+  std::vector<FigureLine> figure_lines() const;
+  // Whether a stage's end-of-run lines are wanted: a run that is not quiet prints them; a rank
+  // other than 0 of a data-parallel run (quiet) keeps them for their figures, which rank 0 adds
+  // to its own line.
+  bool summarizes() const { return !quiet || rank() > 0; }
+
   // Counters of the data a stage handled for an epoch's items (crop_tiles: tile loads and cache
   // hits), by the epoch of the item: the trainer writes them when that epoch ends, by which time
   // every item of the epoch has passed every stage (markers travel in order with the data).
@@ -144,6 +164,7 @@ class RunContext {
  private:
   mutable std::mutex mu_;
   std::vector<std::string> summary_;
+  std::vector<FigureLine> figure_lines_;
   std::map<int64_t, std::map<std::string, int64_t>> counts_;
 };
 

@@ -422,7 +422,12 @@ std::string stages_section(const RunFacts& f) {
   o += s.str();
   if (!f.bottleneck.empty())
     o += "<p class=\"bottleneck\" data-metric=\"bottleneck\"><b>Bottleneck:</b> " + html_escape(f.bottleneck) + "</p>";
-  o += "<p class=\"note\">Busy %: busy time ÷ (wall time × threads). The busiest stage is red.</p>";
+  if (f.ranks > 1)
+    o += "<p class=\"note\" data-metric=\"ranks\">Over " + std::to_string(f.ranks) +
+         " ranks: items, skipped, busy, idle and held time summed over the ranks; threads: each rank's; busy %: busy "
+         "time ÷ (wall time × threads), every rank's added up. The busiest stage is red.</p>";
+  else
+    o += "<p class=\"note\">Busy %: busy time ÷ (wall time × threads). The busiest stage is red.</p>";
   o += "<details><summary>The stage table</summary><table class=\"data\"><tr><th>stage</th><th>type</th><th>threads</th>"
        "<th>items in</th><th>items out</th><th>skipped</th><th>busy s</th><th>busy %</th><th>idle s</th><th>held s</th></tr>";
   for (const auto& st : f.stages)
@@ -439,11 +444,15 @@ std::string skips_section(const RunFacts& f) {
   std::string o = "<h2>Skipped items</h2>";
   if (f.wall_s < 0) return o + "<p class=\"note\">Listed when the run ends.</p>";
   if (f.skips_total == 0) return o + "<p data-metric=\"skips_total\">0</p><p class=\"note\">Nothing was skipped.</p>";
-  o += "<p><span data-metric=\"skips_total\">" + std::to_string(f.skips_total) + "</span> item(s) skipped.</p>";
+  o += "<p><span data-metric=\"skips_total\">" + std::to_string(f.skips_total) + "</span> item(s) skipped" +
+       (f.ranks > 1 ? " over " + std::to_string(f.ranks) + " ranks (examples from each, with their rank)" : std::string()) +
+       ".</p>";
   o += "<table class=\"data\"><tr><th>stage</th><th>reason (# stands for a number)</th><th>count</th><th>examples</th></tr>";
   for (const auto& g : f.skip_groups) {
     std::string ex;
-    for (const auto& e : g.examples) ex += "<div>" + html_escape(e.item) + ": " + html_escape(e.reason) + "</div>";
+    for (const auto& e : g.examples)
+      ex += "<div>" + (e.rank >= 0 ? "[rank " + std::to_string(e.rank) + "] " : std::string()) + html_escape(e.item) + ": " +
+            html_escape(e.reason) + "</div>";
     o += "<tr><td>" + html_escape(g.stage) + "</td><td>" + html_escape(g.pattern) + "</td><td data-skip-count>" +
          std::to_string(g.count) + "</td><td class=\"examples\">" + ex + "</td></tr>";
   }
@@ -543,8 +552,12 @@ std::string facts_section(const RunData& r) {
   if (!f.command.empty()) row("command", f.command);
   row("started", f.started_utc);
   if (!f.updated_utc.empty()) row("ended", f.updated_utc);
-  row("wall time", f.wall_s >= 0 ? duration(f.wall_s) : "running", "wall");
-  row("peak RSS", f.peak_rss_bytes >= 0 ? fmt("%.0f MiB", f.peak_rss_bytes / 1048576.0) : "at the end", "peak_rss");
+  if (f.ranks > 1) row("ranks", std::to_string(f.ranks) + " (data-parallel: the stage table and skipped items add up every rank's)");
+  row("wall time", f.wall_s >= 0 ? duration(f.wall_s) + (f.ranks > 1 ? " (the longest rank's)" : "") : "running", "wall");
+  row("peak RSS",
+      f.peak_rss_bytes >= 0 ? fmt("%.0f MiB", f.peak_rss_bytes / 1048576.0) + (f.ranks > 1 ? " (the largest process's)" : "")
+                            : "at the end",
+      "peak_rss");
   row("device", f.device + " -- " + f.device_reason);
   row("seed", std::to_string(f.seed), "seed");
   row("epochs", std::to_string(f.epochs));

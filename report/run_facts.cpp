@@ -22,40 +22,10 @@ void record_result(RunFacts& f, const RunResult& r) {
   f.error = r.error;
   f.bottleneck = r.bottleneck;
   f.stages = r.stages;
-  f.skips_total = (int64_t)r.skips.size();
-  f.skip_groups = group_skips(r.skips);
+  f.ranks = r.ranks;
+  f.skips_total = r.skips_total;
+  f.skip_groups = r.skip_groups;
   f.summaries = r.summaries;
-}
-
-std::string reason_pattern(const std::string& reason) {
-  std::string o;
-  for (size_t i = 0; i < reason.size(); ++i) {
-    const bool digit = std::isdigit((unsigned char)reason[i]);
-    // A decimal point between digits belongs to the number: "2.00" is one '#'.
-    const bool point = reason[i] == '.' && !o.empty() && o.back() == '#' && i + 1 < reason.size() &&
-                       std::isdigit((unsigned char)reason[i + 1]);
-    if (!digit && !point) o += reason[i];
-    else if (o.empty() || o.back() != '#') o += '#';
-  }
-  return o;
-}
-
-std::vector<SkipGroup> group_skips(const std::vector<SkipRecord>& skips) {
-  std::vector<SkipGroup> groups;
-  std::map<std::pair<std::string, std::string>, size_t> index;
-  for (const auto& s : skips) {
-    auto key = std::make_pair(s.stage, reason_pattern(s.reason));
-    auto it = index.find(key);
-    if (it == index.end()) {
-      it = index.emplace(key, groups.size()).first;
-      groups.push_back({s.stage, key.second, 0, {}});
-    }
-    SkipGroup& g = groups[it->second];
-    ++g.count;
-    if (g.examples.size() < kSkipExamples) g.examples.push_back(s);
-  }
-  std::stable_sort(groups.begin(), groups.end(), [](const SkipGroup& a, const SkipGroup& b) { return a.count > b.count; });
-  return groups;
 }
 
 std::string utc_now() {
@@ -98,6 +68,7 @@ std::string to_json(const RunFacts& f) {
     w.Double(f.peak_rss_bytes);
     str("error", f.error);
     str("bottleneck", f.bottleneck);
+    if (f.ranks > 1) w.Key("ranks"), w.Int(f.ranks);  // absent: one process
     w.Key("stages");
     w.StartArray();
     for (const auto& s : f.stages) {
@@ -131,6 +102,7 @@ std::string to_json(const RunFacts& f) {
         w.StartObject();
         str("item", s.item);
         str("reason", s.reason);
+        if (s.rank >= 0) w.Key("rank"), w.Int(s.rank);
         w.EndObject();
       }
       w.EndArray();
@@ -178,6 +150,7 @@ RunFacts parse_run_facts(const std::string& text, const std::string& path) {
   f.peak_rss_bytes = num(d, "peak_rss_bytes", -1);
   f.error = str(d, "error");
   f.bottleneck = str(d, "bottleneck");
+  f.ranks = std::max(1, (int)num(d, "ranks", 1));
   if (d.HasMember("stages") && d["stages"].IsArray())
     for (const auto& s : d["stages"].GetArray()) {
       if (!s.IsObject()) continue;
@@ -201,7 +174,7 @@ RunFacts parse_run_facts(const std::string& text, const std::string& path) {
       SkipGroup k{str(g, "stage"), str(g, "pattern"), (int64_t)num(g, "count", 0), {}};
       if (g.HasMember("examples") && g["examples"].IsArray())
         for (const auto& s : g["examples"].GetArray())
-          if (s.IsObject()) k.examples.push_back({k.stage, str(s, "item"), str(s, "reason")});
+          if (s.IsObject()) k.examples.push_back({k.stage, str(s, "item"), str(s, "reason"), (int)num(s, "rank", -1)});
       f.skip_groups.push_back(std::move(k));
     }
   f.skips_total = (int64_t)num(d, "skips_total", 0);

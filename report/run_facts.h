@@ -8,16 +8,15 @@
 #include <vector>
 
 #include "graph/engine.h"
+#include "graph/skips.h"
 
 namespace sl::report {
 
-// Skipped items of one stage and one cause: reasons differ in their numbers ("4 points within
-// 2.00 m"), so they are grouped with the digits masked ("# points within # m").
-struct SkipGroup {
-  std::string stage, pattern;
-  int64_t count = 0;
-  std::vector<SkipRecord> examples;  // the first few
-};
+// The groups of skipped items (graph/skips.h), under the names the report has always used.
+using sl::group_skips;
+using sl::kSkipExamples;
+using sl::reason_pattern;
+using sl::SkipGroup;
 
 struct RunFacts {
   std::string status = "running";  // running | finished | interrupted | failed
@@ -29,18 +28,13 @@ struct RunFacts {
   // Set when the run ended:
   double wall_s = -1, peak_rss_bytes = -1;
   std::string error, bottleneck;
+  // A data-parallel run's figures are every rank's added up (graph/run_totals.h): ranks > 1.
+  int ranks = 1;
   std::vector<StageReport> stages;
-  std::vector<SkipGroup> skip_groups;  // most frequent first
+  std::vector<SkipGroup> skip_groups;  // most frequent first; examples carry their rank when ranks > 1
   int64_t skips_total = 0;
   std::vector<std::string> summaries;
 };
-
-// Examples kept per group: a run that skips every sample would otherwise write a run.json as
-// large as its dataset.
-constexpr size_t kSkipExamples = 3;
-
-std::string reason_pattern(const std::string& reason);
-std::vector<SkipGroup> group_skips(const std::vector<SkipRecord>& skips);
 
 // The end of a run: status, times, stages, skips and summaries from its result.
 void record_result(RunFacts& f, const RunResult& r);

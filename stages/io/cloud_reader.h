@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -43,12 +44,30 @@ class CloudReader : public Stage {
     out.emit(std::shared_ptr<const Scene>(std::move(scene)));
   }
   void finish(RunContext& ctx) override {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "%s: scene cache %lld hits, %lld misses, peak %.1f MB of %.1f MB budget%s", id.c_str(),
-                  (long long)cache_.hits(), (long long)cache_.misses(), cache_.peak_bytes() / 1048576.0,
-                  cache_.budget() / 1048576.0,
-                  dropped_ ? (", " + std::to_string(dropped_.load()) + " NaN/Inf points dropped").c_str() : "");
-    if (!ctx.quiet) ctx.add_summary(buf);
+    if (!ctx.summarizes()) return;
+    // Under mpirun each rank reads its share through its own cache: the line adds them up.
+    const std::map<std::string, double> figures{{"hits", (double)cache_.hits()},
+                                                {"misses", (double)cache_.misses()},
+                                                {"max_peak_bytes", (double)cache_.peak_bytes()},
+                                                {"dropped", (double)dropped_.load()}};
+    const std::string who = id;
+    const double budget = (double)cache_.budget();
+    ctx.add_summary(id + ".scene_cache", figures, [who, budget](const std::map<std::string, double>& f, int ranks) {
+      char buf[320];
+      const long long dropped = (long long)f.at("dropped");
+      const std::string tail = dropped ? ", " + std::to_string(dropped) + " NaN/Inf points dropped" : "";
+      if (ranks > 1)
+        std::snprintf(buf, sizeof buf,
+                      "%s: scene cache over %d ranks: %lld hits, %lld misses, peak %.1f MB (the largest rank's) of each "
+                      "rank's %.1f MB budget%s",
+                      who.c_str(), ranks, (long long)f.at("hits"), (long long)f.at("misses"), f.at("max_peak_bytes") / 1048576.0,
+                      budget / 1048576.0, tail.c_str());
+      else
+        std::snprintf(buf, sizeof buf, "%s: scene cache %lld hits, %lld misses, peak %.1f MB of %.1f MB budget%s", who.c_str(),
+                      (long long)f.at("hits"), (long long)f.at("misses"), f.at("max_peak_bytes") / 1048576.0,
+                      budget / 1048576.0, tail.c_str());
+      return std::string(buf);
+    });
   }
   const SceneCache& cache() const { return cache_; }
 

@@ -98,22 +98,13 @@ std::vector<RankPosition> gather_rank_positions(Comm& comm, int world, const Ran
 
 std::map<std::string, int64_t> sum_counts_over_ranks(Comm& comm, int world, const std::map<std::string, int64_t>& mine) {
   if (world <= 1) return mine;
-  // "name value\n" per counter (names are the stages' identifiers: no space, no newline), padded to
-  // the longest rank's text: an all-gather moves the same bytes from every rank.
+  // "name value\n" per counter (names are the stages' identifiers: no space, no newline).
   std::string text;
   for (const auto& [name, n] : mine) text += name + " " + std::to_string(n) + "\n";
-  const uint64_t size = text.size();
-  std::vector<uint64_t> sizes((size_t)world);
-  comm.allgather(&size, sizeof size, sizes.data());
-  uint64_t longest = 0;
-  for (uint64_t n : sizes) longest = std::max(longest, n);
-  if (longest == 0) return {};
-  text.resize(longest, '\0');
-  std::string all(longest * (size_t)world, '\0');
-  comm.allgather(text.data(), longest, all.data());
+  const std::vector<std::string> all = allgather_text(comm, text);
   std::map<std::string, int64_t> sum;
-  for (int r = 0; r < world; ++r) {
-    const std::string part = all.substr(longest * (size_t)r, sizes[(size_t)r]);
+  for (size_t r = 0; r < all.size(); ++r) {
+    const std::string& part = all[r];
     for (size_t at = 0; at < part.size();) {
       const size_t sp = part.find(' ', at), nl = part.find('\n', at);
       if (sp == std::string::npos || nl == std::string::npos || sp > nl)

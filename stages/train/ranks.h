@@ -53,7 +53,7 @@ std::vector<RankPosition> gather_rank_positions(Comm& comm, int world, const Ran
 // The counters every rank kept for one epoch (RunContext::counts: crop_tiles' tile_loads and
 // tile_hits), summed name by name, on every rank: each rank handles its own share of the epoch's
 // items, so rank 0's alone would be a fraction of the run's. A name a rank lacks counts 0 there.
-// Collective (two all-gathers; world 1: `mine`).
+// Collective (allgather_text, graph/comm.h; world 1: `mine`).
 std::map<std::string, int64_t> sum_counts_over_ranks(Comm& comm, int world, const std::map<std::string, int64_t>& mine);
 
 // Whether any rank says `failed`: after rank 0's checkpoint write, nobody goes on (or ends the

@@ -1,6 +1,7 @@
 // null_sink: consumes anything and counts it; ends a preprocess-only benchmark pipeline.
 #include <atomic>
 #include <cstdio>
+#include <map>
 
 #include "graph/spec.h"
 #include "graph/stage.h"
@@ -18,7 +19,14 @@ class NullSink : public Stage {
     else ++samples_;
   }
   void finish(RunContext& ctx) override {
-    ctx.add_summary(id + ": consumed " + std::to_string(samples_.load()) + (K == Kind::Batch ? " samples in batches" : " items"));
+    // Under mpirun every rank consumes its share: the line adds them up.
+    const std::string who = id;
+    ctx.add_summary(id + ".consumed", {{"consumed", (double)samples_.load()}},
+                    [who](const std::map<std::string, double>& f, int ranks) {
+                      return who + ": consumed " + std::to_string((long long)f.at("consumed")) +
+                             (K == Kind::Batch ? " samples in batches" : " items") +
+                             (ranks > 1 ? " over " + std::to_string(ranks) + " ranks" : "");
+                    });
   }
 
  private:

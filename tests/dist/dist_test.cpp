@@ -27,12 +27,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
 
 #include "graph/atomic_file.h"
 #include "kernels/safetensors.h"
+#include "report/run_facts.h"
 #include "stages/device/device.h"
 #include "stages/train/checkpoints.h"
 
@@ -364,6 +366,87 @@ TEST_F(Dist, ScenesAreDealtSoEachIsReadByExactlyOneRank) {
   EXPECT_NE(w.code, 0);
   EXPECT_NE(w.err.find("write_samples writes one file from one process"), std::string::npos) << w.err;
   EXPECT_FALSE(fs::exists(b + "/c2.safetensors"));
+}
+
+// The end-of-run summary of a 2-rank run speaks for the whole run (graph/run_totals.h): each scene
+// is read by exactly one rank, so the stage table's items and skips, the skipped total and the
+// scene cache line add up to one process's over the same epoch, and run.json says the same.
+TEST_F(Dist, TheEndOfRunSummaryAddsUpEveryRanksFiguresToOneProcesss) {
+  const std::string a = sub("one"), b = sub("two");
+  const std::string cmd = q(SL_CLI_PATH) + " run " + q(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json") +
+                          " --threads 1 --set scan.root=" + q(root_ + "/ds/train") +
+                          " --set train.eval.root=null --set epochs=1 --set batch.drop_last=false --set batch.size=8"
+                          " --set resample.points=128 --set train.checkpoint.dir=run --set train.log.progress=lines";
+  Ran ra = sh(a, cmd);
+  Ran rb = sh(b, mpirun(2) + cmd + " --set batch.size=4");
+  ASSERT_EQ(ra.code, 0) << ra.err;
+  ASSERT_EQ(rb.code, 0) << rb.err;
+  // The table's rows: id -> {items in, items out, skipped}.
+  auto table = [](const std::string& err) {
+    std::map<std::string, std::array<int64_t, 3>> rows;
+    std::istringstream in(err.substr(err.find("Where the time went")));
+    std::string line;
+    std::getline(in, line);
+    std::getline(in, line);  // the header
+    while (std::getline(in, line) && line.rfind("  (", 0) != 0) {
+      std::istringstream f(line);
+      std::string id, type;
+      int threads = 0;
+      std::array<int64_t, 3> v{};
+      f >> id >> type >> threads >> v[0] >> v[1] >> v[2];
+      rows[id] = v;
+    }
+    return rows;
+  };
+  const auto one = table(ra.err), two = table(rb.err);
+  ASSERT_EQ(one.size(), 11u) << ra.err;
+  ASSERT_EQ(two.size(), one.size()) << rb.err;
+  for (const auto& [id, v] : one) {
+    SCOPED_TRACE(id);
+    ASSERT_TRUE(two.count(id));
+    // Batches differ in number (two ranks' batches of 4 against one's of 8); samples do not.
+    if (id == "h2d" || id == "train") {
+      EXPECT_GT(two.at(id)[0], v[0]) << "more batches, of half the size";
+    } else {
+      EXPECT_EQ(two.at(id)[0], v[0]) << "items in";
+      if (id != "batch") {
+        EXPECT_EQ(two.at(id)[1], v[1]) << "items out";
+      }
+    }
+    EXPECT_EQ(two.at(id)[2], v[2]) << "skipped";
+  }
+  EXPECT_GT(one.at("crop")[2], 0) << "pieces far from the sensor are skipped";
+  EXPECT_EQ(one.at("batch")[0], one.at("crop")[1]);
+  EXPECT_NE(rb.err.find("Where the time went, over 2 ranks (wall "), std::string::npos) << rb.err;
+  EXPECT_NE(rb.err.find("summed over the 2 ranks"), std::string::npos) << rb.err;
+  const std::string skipped = "Skipped " + std::to_string(one.at("crop")[2]) + " item(s)";
+  EXPECT_NE(ra.err.find(skipped + ":\n"), std::string::npos) << ra.err;
+  EXPECT_NE(rb.err.find(skipped + " over 2 ranks"), std::string::npos) << rb.err;
+  EXPECT_NE(rb.err.find("  [rank "), std::string::npos) << "examples name their rank\n" << rb.err;
+  // 4 scenes, each decoded once by the one rank it is dealt to.
+  EXPECT_NE(ra.out.find("read: scene cache 0 hits, 4 misses, "), std::string::npos) << ra.out;
+  EXPECT_NE(rb.out.find("read: scene cache over 2 ranks: 0 hits, 4 misses, "), std::string::npos) << rb.out;
+  // run.json (and the report made from it) says the same.
+  const auto fa = report::parse_run_facts(read_file(a + "/run/run.json"), "run.json");
+  const auto fb = report::parse_run_facts(read_file(b + "/run/run.json"), "run.json");
+  EXPECT_EQ(fa.ranks, 1);
+  EXPECT_EQ(fb.ranks, 2);
+  EXPECT_EQ(fb.skips_total, fa.skips_total);
+  EXPECT_EQ(fa.skips_total, one.at("crop")[2]);
+  ASSERT_EQ(fb.stages.size(), fa.stages.size());
+  for (size_t i = 0; i < fa.stages.size(); ++i) {
+    const std::string& id = fa.stages[i].id;
+    ASSERT_EQ(fb.stages[i].id, id);
+    EXPECT_EQ(fb.stages[i].items_in, id == "h2d" || id == "train" ? two.at(id)[0] : fa.stages[i].items_in) << id;
+    EXPECT_EQ(fb.stages[i].skipped, fa.stages[i].skipped) << id;
+  }
+  int64_t grouped = 0;
+  for (const auto& g : fb.skip_groups) {
+    grouped += g.count;
+    for (const auto& e : g.examples) EXPECT_GE(e.rank, 0);
+  }
+  EXPECT_EQ(grouped, fa.skips_total);
+  EXPECT_NE(read_file(b + "/run/report.html").find("Over 2 ranks: "), std::string::npos);
 }
 
 // Training from a tiled map: each rank crops its share of the epoch's pieces through its own tile
