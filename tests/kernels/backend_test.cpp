@@ -191,6 +191,26 @@ TEST_P(ModelOnBackend, StepMatchesReferenceAndCpuModel) {
   std::vector<float> wg(n);
   m.download_params(wg.data());
   EXPECT_LT(rel_err(wg, std::vector<float>(cpu.param_data(), cpu.param_data() + n)), 50 * tol) << row.name();
+  // The weights above stay near their start whatever happens (four Adam steps move them by
+  // ~0.7% of their scale, inside 50 x tol for tf32 and bf16): the update itself is compared.
+  // Adam's first steps move a weight by about lr whatever the size of its gradient, so a
+  // reduced-precision GEMM that flips a near-zero gradient's sign flips that weight's whole
+  // update: the direction is held to a cosine (0.9 lets ~5% of equal-sized updates flip), the
+  // length to 10%. An update that never ran, or ran twice, fails both.
+  double dot = 0, len_m = 0, len_cpu = 0;
+  size_t finite = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double dm = double(wg[i]) - w[i], dc = double(cpu.param_data()[i]) - w[i];
+    finite += std::isfinite(wg[i]) ? 1 : 0;
+    dot += dm * dc;
+    len_m += dm * dm;
+    len_cpu += dc * dc;
+  }
+  EXPECT_EQ(finite, n) << row.name();
+  ASSERT_GT(len_cpu, 0);
+  EXPECT_NEAR(std::sqrt(len_m / len_cpu), 1.0, 0.1) << row.name() << ": length of the update against the CPU model's";
+  EXPECT_GT(dot / std::sqrt(len_m * len_cpu + 1e-300), row.precision == Precision::FP32 ? 0.99 : 0.9)
+      << row.name() << ": cosine of the update and the CPU model's";
   EXPECT_EQ(adam.step_count(m.context()), 4);
 }
 
