@@ -263,15 +263,17 @@ TEST_F(Dist, TwoRankRunsAreBitIdenticalAndAResumedOneEndsLikeAnUninterruptedOne)
 // Ctrl-C on mpirun: it sends the ranks SIGCONT, one second later SIGTERM and one more second
 // later SIGKILL (odls_base_sigkill_timeout); SIGUSR1 it forwards at once and waits (the unhurried
 // way, README). Either way every rank stops after the same step, rank 0 checkpoints, and the
-// resumed run ends byte-identical to an uninterrupted one. The interrupted run has no step limit
-// (a limit is a race: a fast machine trains 300 small steps inside Ctrl-C's one second), and the
-// comparison ends 20 steps after wherever it stopped (max_steps is not part of the recorded
-// pipeline, so the three runs are one pipeline).
+// resumed run ends byte-identical to an uninterrupted one. The interrupted run's step limit is
+// far beyond the interruption (300 was a race: a fast machine trains 300 small steps inside
+// Ctrl-C's one second) and only bounds a run whose interruption failed; the comparison ends 20
+// steps after wherever it stopped (max_steps is not part of the recorded pipeline, so the three
+// runs are one pipeline).
 TEST_F(Dist, CtrlCOrSigusr1OnMpirunCheckpointsAndTheResumeEndsLikeAnUninterruptedRun) {
   // A small model: many fast steps, so the interruption lands well inside the run.
   const std::string x = "--set train.checkpoint.every_steps=1000 --set train.log.every_steps=1 --set train.log.progress=lines"
                         " --set train.model.encoder=[16,32,64] --set train.model.line_mlp=[16,32] --set train.model.regressor=[32,16]"
                         " --set epochs=100000";
+  constexpr int64_t kNoStop = 30000;  // ~45 s of this model's steps on a 2-core VM
   for (int sig : {SIGINT, SIGUSR1}) {
     SCOPED_TRACE(sig == SIGINT ? "SIGINT" : "SIGUSR1");
     const std::string c = sub(sig == SIGINT ? "sigint" : "sigusr1");
@@ -281,7 +283,7 @@ TEST_F(Dist, CtrlCOrSigusr1OnMpirunCheckpointsAndTheResumeEndsLikeAnUninterrupte
       if (::chdir(c.c_str()) != 0) _exit(126);
       std::freopen("train.out", "w", stdout);
       std::freopen("train.err", "w", stderr);
-      const std::string cmd = "exec " + train(2, 16, x, false);
+      const std::string cmd = "exec " + train(2, 16, x + " --set train.max_steps=" + std::to_string(kNoStop), false);
       execl("/bin/sh", "sh", "-c", cmd.c_str(), (char*)nullptr);
       _exit(127);
     }
@@ -300,6 +302,7 @@ TEST_F(Dist, CtrlCOrSigusr1OnMpirunCheckpointsAndTheResumeEndsLikeAnUninterrupte
     const std::string ckpt = latest_checkpoint(c + "/run");
     ASSERT_FALSE(ckpt.empty()) << "no checkpoint after the signal to mpirun\n" << err;
     const int64_t stop = std::stoll(read_safetensors(ckpt).metadata.at("step"));
+    ASSERT_LT(stop, kNoStop) << "the run ended without being interrupted\n" << err;
     EXPECT_GE(stop, 3);
     const int64_t end = stop + 20;
     const std::string limit = " --set train.max_steps=" + std::to_string(end);
