@@ -209,9 +209,10 @@ void Blas::gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, 
   // own transpose in column-major, so the operands swap and the op flags carry over.
   const cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (precision_ == Precision::BF16) {
-    // bf16: float32 matrices in and out, their elements rounded to bfloat16 for the tensor cores,
-    // products accumulated in float32 (CUBLAS_COMPUTE_32F_FAST_16BF; PyTorch's float32 matmul
-    // precision "medium"). Weights, gradients, the loss and Adam stay float32.
+    // bf16: float32 matrices in and out, which cuBLAS may round to bfloat16 (or TF32: the
+    // header's words, "down-converting inputs to bfloat16 or TF32") for the tensor cores, products
+    // accumulated in float32 (CUBLAS_COMPUTE_32F_FAST_16BF). Weights, gradients, the loss and
+    // Adam stay float32.
     SL_CUBLAS_CHECK(cublasGemmEx(impl_->handle, opb, opa, int(N), int(M), int(K), &alpha, B, CUDA_R_32F, int(ldb), A,
                                  CUDA_R_32F, int(lda), &beta, C, CUDA_R_32F, int(ldc), CUBLAS_COMPUTE_32F_FAST_16BF,
                                  CUBLAS_GEMM_DEFAULT));
