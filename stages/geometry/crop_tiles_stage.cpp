@@ -69,8 +69,12 @@ class CropTiles : public Stage {
         auto it = skipped_by_tile_.find(path);
         if (it != skipped_by_tile_.end()) n = it->second;
       }
-      ctx.add_summary(who + ": " + std::to_string(n) + " sample(s) skipped: a tile they need could not be decoded (tried once in "
-                      "this run): " + error);
+      if (n > 0)
+        ctx.add_summary(who + ": " + std::to_string(n) + " sample(s) skipped: a tile they need could not be decoded (tried once "
+                        "in this run): " + error);
+      else  // every sample that needed it needed another broken tile first in its order, which its skip names
+        ctx.add_summary(who + ": a tile could not be decoded (tried once in this run; each sample that needed it also needed "
+                        "another broken tile, which its skip names): " + error);
     }
   }
 
