@@ -338,6 +338,7 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
     return std::string(t->value.GetString(), t->value.GetStringLength());
   };
   if (sequence) {
+    rapidjson::Document().Swap(doc);  // the first line's values from the attempt as one text
     const std::string kind = rs ? "a GeoJSON text sequence (RFC 8142: each record led by the RS byte 0x1E)"
                                 : "newline-delimited GeoJSON (GeoJSONSeq / GeoJSONL: one JSON text a line)";
     // Newline-delimited is a guess from the first line: say so, or a stray character in a
