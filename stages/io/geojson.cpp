@@ -258,8 +258,9 @@ std::string crs_name(const Value& root, const std::string& path) {
 }
 
 // The EPSG code a GeoJSON crs name gives ("EPSG:n", "urn:ogc:def:crs:EPSG::n", with a version
-// between the colons, or the OGC http URI), "" for CRS84 (longitude, latitude); anything else is
-// an error (a free-form name would send PROJ searching its database).
+// between the colons, or the OGC http URI), "" for CRS84 or CRS84h (longitude, latitude) in the
+// OGC's own identifiers; anything else is an error (a free-form name would send PROJ searching its
+// database).
 std::string epsg_of_crs_name(const std::string& name, const std::string& path) {
   auto digits = [](const std::string& t) {
     return !t.empty() && t.size() <= 9 && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -271,15 +272,18 @@ std::string epsg_of_crs_name(const std::string& name, const std::string& path) {
     const std::string code = name.substr(cut + 1);
     if (cut + 1 >= p.size() && digits(code)) return "EPSG:" + code;
   }
-  // CRS84h: CRS84 with ellipsoidal heights (lon, lat, h), as EPSG:4979 is to EPSG:4326.
-  for (const std::string crs84 : {"CRS84", "CRS84h"}) {
-    const size_t c = name.rfind(crs84);
-    if (c != std::string::npos && c + crs84.size() == name.size() && (c == 0 || name[c - 1] == ':' || name[c - 1] == '/') &&
-        (name == crs84 || name == "OGC:" + crs84 || name.rfind("urn:ogc:def:crs:OGC:", 0) == 0 ||
-         name.rfind("http://www.opengis.net/def/crs/OGC/", 0) == 0))
-      return "";
-  }
-  fail(path, "/crs: \"" + name + "\" is neither an EPSG code (EPSG:n, urn:ogc:def:crs:EPSG::n) nor CRS84");
+  // CRS84 is the OGC's version 1.3 (its http URI also under version 0, as JSON-FG writes it);
+  // CRS84h, CRS84 with ellipsoidal heights (lon, lat, h; as EPSG:4979 is to EPSG:4326), version 0.
+  // A versionless URN (two colons) names the current one.
+  static const char* kLonLat[] = {
+      "OGC:CRS84",  "urn:ogc:def:crs:OGC:1.3:CRS84", "urn:ogc:def:crs:OGC::CRS84", "http://www.opengis.net/def/crs/OGC/1.3/CRS84",
+      "http://www.opengis.net/def/crs/OGC/0/CRS84",   "OGC:CRS84h", "urn:ogc:def:crs:OGC:0:CRS84h", "urn:ogc:def:crs:OGC::CRS84h",
+      "http://www.opengis.net/def/crs/OGC/0/CRS84h"};
+  if (std::find(std::begin(kLonLat), std::end(kLonLat), name) != std::end(kLonLat)) return "";
+  fail(path, "/crs: \"" + name +
+                 "\" is neither an EPSG code (EPSG:n, urn:ogc:def:crs:EPSG::n) nor the OGC's CRS84 or CRS84h "
+                 "(urn:ogc:def:crs:OGC:1.3:CRS84, urn:ogc:def:crs:OGC::CRS84h, http://www.opengis.net/def/crs/OGC/1.3/CRS84, "
+                 "http://www.opengis.net/def/crs/OGC/0/CRS84h)");
 }
 
 }  // namespace
@@ -294,8 +298,8 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
     const size_t nl = off == 0 ? std::string::npos : text.rfind('\n', off - 1);
     return std::to_string(line) + ":" + std::to_string(nl == std::string::npos ? off + 1 : off - nl);
   };
-  // Parses the JSON text text[b, e) into doc, appending where its numbers are to `spans`.
-  auto parse = [&](size_t b, size_t e, rapidjson::Document& doc) {
+  // Parses the JSON text text[b, e) into out, appending where its numbers are to `spans`.
+  auto parse = [&](size_t b, size_t e, rapidjson::Document& out) {
     rapidjson::ParseResult res;
     rapidjson::MemoryStream ms(text.data() + b, e - b);
     auto generate = [&](rapidjson::Document& d) {
@@ -303,54 +307,27 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
       res = rapidjson::Reader().Parse<rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseValidateEncodingFlag>(ms, h);
       return !res.IsError();
     };
-    doc.Populate(generate);
+    out.Populate(generate);
     return res.IsError() ? std::optional<std::pair<size_t, rapidjson::ParseErrorCode>>{{b + res.Offset(), res.Code()}}
                          : std::nullopt;
   };
 
-  // One GeoJSON text, or a GeoJSON text sequence (RFC 8142: each record led by the RS byte 0x1E;
-  // or one record a line, GDAL's GeoJSONSeq driver's default, also called GeoJSONL / NDJSON).
-  struct Record {
-    rapidjson::Document doc;
-    std::string name;  // "record 3 (line 3): " in a sequence
-  };
-  std::vector<Record> records;
+  // One GeoJSON text, or a sequence of them: RFC 8142's, each record led by the RS byte 0x1E; or
+  // newline-delimited (GDAL's GeoJSONSeq default, also called GeoJSONL / NDJSON), one text a line,
+  // recognised when the file's first line is a whole JSON text followed by more.
+  rapidjson::Document doc;  // the one text
   const size_t first = text.find_first_not_of(" \t\r\n", base);
-  bool sequence = first != std::string::npos && text[first] == '\x1E';
+  const bool rs = first != std::string::npos && text[first] == '\x1E';
+  bool sequence = rs;
   if (!sequence) {
     check_json_depth(text, path);
-    records.emplace_back();
-    const auto err = parse(base, text.size(), records[0].doc);
-    // A second JSON text after a first that is one line: a sequence of one text a line.
+    const auto err = parse(base, text.size(), doc);
     if (err && err->second == rapidjson::kParseErrorDocumentRootNotSingular && text[first] == '{') {
       const size_t end = text.find_last_not_of(" \t\r\n", err->first - 1);
       sequence = text.find('\n', first) > end;
     }
     if (err && !sequence)
       fail(path, "JSON parse error at line " + line_col(err->first) + ": " + rapidjson::GetParseError_En(err->second));
-  }
-  if (sequence) {
-    records.clear();
-    spans.clear();
-    const bool rs = text[first] == '\x1E';
-    const char sep = rs ? '\x1E' : '\n';
-    size_t line = 1, counted = 0;  // the line of byte `counted`
-    for (size_t b = rs ? first + 1 : base; b <= text.size();) {
-      const size_t e = std::min(text.find(sep, b), text.size());
-      if (text.find_first_not_of(" \t\r\n", b) < e) {  // blank records are passed over
-        line += size_t(std::count(text.begin() + long(counted), text.begin() + long(b), '\n'));
-        counted = b;
-        Record r;
-        r.name = "record " + std::to_string(records.size() + 1) + " (line " + std::to_string(line) + "): ";
-        check_json_depth(std::string_view(text).substr(b, e - b), path + ": " + r.name.substr(0, r.name.size() - 2));
-        if (const auto err = parse(b, e, r.doc))
-          fail(path, "JSON parse error at line " + line_col(err->first) + " in " + r.name.substr(0, r.name.size() - 2) +
-                         " of a GeoJSON text sequence (RFC 8142: one Feature per record, " +
-                         (rs ? "each led by the RS byte 0x1E" : "one a line") + "): " + rapidjson::GetParseError_En(err->second));
-        records.push_back(std::move(r));
-      }
-      b = e + 1;
-    }
   }
 
   Reader r{Walker{path, spans}, options, {}, {}, {}};
@@ -361,17 +338,59 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
     return std::string(t->value.GetString(), t->value.GetStringLength());
   };
   if (sequence) {
-    // Each record is feature <record index>, as ogr2ogr numbers them reading a sequence.
-    for (size_t i = 0; i < records.size(); ++i) {
-      r.w.record = records[i].name;
-      const std::string type = root_type(records[i].doc);
-      if (type == "FeatureCollection") r.w.bad("", "a GeoJSON text sequence holds Features or geometries, one per record, not a FeatureCollection");
-      if (type == "Feature") r.feature(records[i].doc, int64_t(i), "");
-      else r.geometry(records[i].doc, int64_t(i), "", "");
+    rapidjson::Document().Swap(doc);  // the first line's values from the attempt as one text
+    const std::string kind = rs ? "a GeoJSON text sequence (RFC 8142: each record led by the RS byte 0x1E)"
+                                : "newline-delimited GeoJSON (GeoJSONSeq / GeoJSONL: one JSON text a line)";
+    // Newline-delimited is a guess from the first line: say so, or a stray character in a
+    // pretty-printed file would read as a bad record of a sequence the user never wrote.
+    const std::string why = rs ? "" : " (the file is read so because its first line is a whole JSON text followed by more)";
+    auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+    const char sep = rs ? '\x1E' : '\n';
+    size_t line = 1, counted = 0;  // the line of byte `counted`
+    int64_t index = 0;
+    for (size_t b = rs ? first + 1 : base; b <= text.size();) {
+      const size_t e = std::min(text.find(sep, b), text.size());
+      // Blank records are passed over (looked for within the record only: a file of blank lines
+      // stays linear).
+      if (std::find_if_not(text.begin() + long(b), text.begin() + long(e), is_space) != text.begin() + long(e)) {
+        line += size_t(std::count(text.begin() + long(counted), text.begin() + long(b), '\n'));
+        counted = b;
+        const std::string name = "record " + std::to_string(index + 1) + " (line " + std::to_string(line) + ")";
+        if (const int64_t at = json_depth_exceeded_at(std::string_view(text).substr(b, e - b)); at >= 0)
+          fail(path, name + ": JSON nested deeper than " + std::to_string(kJsonMaxDepth) + " levels (byte " +
+                         std::to_string(b + size_t(at)) + ")" + why);
+        // Each record is parsed, walked and dropped in turn: the walk keeps only the numbers'
+        // spans (file offsets), so one record's DOM is held at a time.
+        spans.clear();
+        r.w.next = 0;
+        rapidjson::Document rec;
+        if (const auto err = parse(b, e, rec)) {
+          if (rs)
+            fail(path, "JSON parse error at line " + line_col(err->first) + " in " + name + " of " + kind + ": " +
+                           rapidjson::GetParseError_En(err->second));
+          fail(path, "JSON parse error at line " + line_col(err->first) + " in " + name + ": " +
+                         rapidjson::GetParseError_En(err->second) + " The file is read as " + kind +
+                         " because its first line is a whole JSON text followed by more.");
+        }
+        r.w.record = name + ": ";
+        const std::string type = root_type(rec);
+        if (type == "FeatureCollection")
+          r.w.bad("", "a FeatureCollection in " + kind + ", whose records are each one Feature or geometry" + why);
+        // RFC 8142 defines no crs and GDAL's GeoJSONSeq writes none (it reprojects to lon/lat):
+        // a record's crs is refused rather than read (one record) or ignored (several) by chance.
+        if (auto c = rec.FindMember("crs"); c != rec.MemberEnd() && !c->value.IsNull())
+          r.w.bad("/crs", "a \"crs\" member in " + kind +
+                              ": its records are longitude, latitude (RFC 7946, RFC 8142); projected data goes in one "
+                              "GeoJSON text with a root \"crs\", or without crs read with projection local" + why);
+        // Each record is feature <record index>, as ogr2ogr numbers them reading a sequence.
+        if (type == "Feature") r.feature(rec, index, "");
+        else r.geometry(rec, index, "", "");
+        ++index;
+      }
+      b = e + 1;
     }
     r.w.record.clear();
   } else {
-    const Value& doc = records[0].doc;
     const std::string type = root_type(doc);
     if (type == "FeatureCollection") {
       bool seen = false;
@@ -401,8 +420,8 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
   VectorMap map;
   map.format = MapFormat::GeoJson;
   map.path = path;
-  // A sequence is RFC 7946's lon/lat (RFC 8142 defines no crs); a single text may carry one.
-  const std::string crs = sequence ? "" : crs_name(records[0].doc, path);
+  // A sequence is RFC 7946's lon/lat (a record's crs was refused above); one text may carry one.
+  const std::string crs = sequence ? "" : crs_name(doc, path);
   bool projected_file = false;
   if (!crs.empty()) {
     // WGS 84 lon/lat (CRS84, EPSG:4326, or EPSG:4979 with heights: GDAL names a 3D lon/lat

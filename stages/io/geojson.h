@@ -1,10 +1,12 @@
 // GeoJSON (RFC 7946) lines as a VectorMap, read with RapidJSON.
 //
-// Accepted roots: a FeatureCollection, a Feature, or a bare geometry; or a GeoJSON text sequence
-// (RFC 8142: records led by the RS byte 0x1E; or one record a line, as GDAL's GeoJSONSeq driver
-// writes by default), each record a Feature or a geometry, in RFC 7946's lon/lat. A sequence is
-// recognised by its content (a leading RS, or a one-line text followed by another), whatever the
-// extension. Lines: LineString (one line, part 0) and MultiLineString (one line per part)
+// Accepted roots: a FeatureCollection, a Feature, or a bare geometry; or a sequence of GeoJSON
+// texts: an RFC 8142 text sequence (each record led by the RS byte 0x1E) or newline-delimited
+// GeoJSON (GeoJSONSeq / GeoJSONL: one text a line, as GDAL's GeoJSONSeq driver writes by
+// default), each record a Feature or a geometry, in RFC 7946's lon/lat (a record's "crs" member is
+// an error: RFC 8142 defines none and GDAL writes none). A sequence is recognised by its content
+// (a leading RS, or a first line that is a whole JSON text followed by more), whatever the
+// extension; a one-line file is one text. Records are parsed and walked one at a time. Lines: LineString (one line, part 0) and MultiLineString (one line per part)
 // geometries, each of >= 2 positions, also as members of a GeometryCollection (GDAL's OSM driver
 // writes relations so); other geometry types (Point, Polygon, ...), a GeometryCollection nested in
 // another, and features with a null geometry are skipped and counted by name. A position is [x, y]
@@ -19,9 +21,13 @@
 // "crs" member, which mapping tools (QGIS, GDAL) still write for projected data, is honoured:
 // {"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::32632"}} (also "EPSG:32632",
 // "urn:ogc:def:crs:EPSG:<version>:32632", "http://www.opengis.net/def/crs/EPSG/0/32632"), and the
-// older {"type": "EPSG", "properties": {"code": 32632}}. CRS84 and CRS84h (any OGC spelling),
-// EPSG:4326 and EPSG:4979 (what GDAL names a 3D lon/lat layer) mean lon/lat as RFC 7946; another
-// EPSG code must be a projected CRS in metres, and then the coordinates are already projected. Other names are errors (free-form names would send PROJ searching).
+// older {"type": "EPSG", "properties": {"code": 32632}}. The OGC's CRS84 and CRS84h
+// (OGC:CRS84, urn:ogc:def:crs:OGC:1.3:CRS84, urn:ogc:def:crs:OGC::CRS84,
+// http://www.opengis.net/def/crs/OGC/1.3/CRS84 (or /0/); OGC:CRS84h, urn:ogc:def:crs:OGC::CRS84h
+// (or :0:), http://www.opengis.net/def/crs/OGC/0/CRS84h), EPSG:4326 and EPSG:4979 (what GDAL
+// names a 3D lon/lat layer) mean lon/lat as RFC 7946; another EPSG code must be a projected CRS
+// in metres, and then the coordinates are already projected. Other names are errors (free-form
+// names would send PROJ searching).
 // The world frame by ProjectionSpec::kind:
 //   auto   a projected crs: the file's coordinates as they are (exact); else utm of lon/lat;
 //   local  the coordinates as they are, whatever the file says (projected data with no crs member);

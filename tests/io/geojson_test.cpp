@@ -2,6 +2,7 @@
 // JSON pointers, and write-back that changes only the moved positions' numbers.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -282,14 +283,93 @@ TEST(GeoJson, TextSequencesReadEachRecordAsAFeature) {
   EXPECT_EQ(error_of(f0 + "\n\n" + R"({"type": "Feature", "properties": {}, "geometry": {"type": "LineString", "coordinates": [[8, 49], [8, 95]]}})"),
             "bad.geojson: record 2 (line 3): /geometry/coordinates/1: [8, 95] is not a longitude, latitude (RFC 7946; "
             "projected data needs a \"crs\" member or projection local)");
-  EXPECT_EQ(error_of(f0 + "\n{\"type\": \"Feature\",\n"),
-            "bad.geojson: JSON parse error at line 2:20 in record 2 (line 2) of a GeoJSON text sequence (RFC 8142: one "
-            "Feature per record, one a line): Missing a name for object member.");
-  EXPECT_NE(error_of(f0 + "\n" + R"({"type": "FeatureCollection", "features": []})").find("record 2 (line 2): /: a GeoJSON text sequence holds Features"),
-            std::string::npos);
+  EXPECT_EQ(error_of("\x1E" + f0 + "\n\x1E{\"type\": \"Feature\", 3}\n"),
+            "bad.geojson: JSON parse error at line 2:22 in record 2 (line 2) of a GeoJSON text sequence (RFC 8142: each "
+            "record led by the RS byte 0x1E): Missing a name for object member.");
+  EXPECT_EQ(error_of(f0 + "\n" + R"({"type": "FeatureCollection", "features": []})"),
+            "bad.geojson: record 2 (line 2): /: a FeatureCollection in newline-delimited GeoJSON (GeoJSONSeq / GeoJSONL: "
+            "one JSON text a line), whose records are each one Feature or geometry (the file is read so because its "
+            "first line is a whole JSON text followed by more)");
   // a pretty-printed text followed by more is no sequence: the parser's error stands
   EXPECT_EQ(error_of("{\"type\": \"LineString\",\n \"coordinates\": [[1, 2], [3, 4]]}\n{}"),
             "bad.geojson: JSON parse error at line 3:1: The document root must not be followed by other values.");
+}
+
+// A newline-delimited sequence is only inferred (no RS; the first line is a whole JSON text): a
+// record that fails says what failed and why the file was read so, and never cites RFC 8142,
+// which requires RS.
+TEST(GeoJson, AnInferredSequenceSaysWhyTheFileWasReadAsOne) {
+  const std::string f0 = R"({"type": "LineString", "coordinates": [[8.42, 49.0], [8.4201, 49.0]]})";
+  const std::string why =
+      " The file is read as newline-delimited GeoJSON (GeoJSONSeq / GeoJSONL: one JSON text a line) because its first "
+      "line is a whole JSON text followed by more.";
+  // a normal .geojson on one line, then a stray brace
+  EXPECT_EQ(error_of(f0 + "\n}\n"), "bad.geojson: JSON parse error at line 2:1 in record 2 (line 2): Invalid value." + why);
+  EXPECT_EQ(error_of(f0 + "\n{\"type\": \"Feature\",\n"),
+            "bad.geojson: JSON parse error at line 2:20 in record 2 (line 2): Missing a name for object member." + why);
+  for (const std::string& text : {f0 + "\n}\n", f0 + "\n{\"type\": \"Feature\",\n", f0 + "\n" + f0 + "\n[[" + f0})
+    EXPECT_EQ(error_of(text).find("RFC 8142"), std::string::npos) << error_of(text);
+}
+
+// Blank records are passed over in time linear in the file: each is looked at within itself (a
+// search to the end of the file for every blank line took 118 s for 200,000 of them).
+TEST(GeoJson, BlankLinesInASequenceAreReadInLinearTime) {
+  const std::string f0 = R"({"type": "Feature", "properties": {"type": "a"}, "geometry": {"type": "LineString", "coordinates": [[8.42, 49.0], [8.4201, 49.0]]}})";
+  const std::string f1 = R"({"type": "LineString", "coordinates": [[8.43, 49.0], [8.4301, 49.0]]})";
+  const std::string blank(100000, '\n');
+  const std::string text = f0 + "\n" + blank + f1 + "\r\n" + blank + std::string(1000, ' ') + blank;
+  const auto t0 = std::chrono::steady_clock::now();
+  const VectorMap m = parse_geojson(text, "s.geojsonl");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(m.lines.size(), 2u);
+  EXPECT_EQ(m.lines[1].id, 1);
+  EXPECT_NEAR(m.lines[1].points[1][0] - m.lines[1].points[0][0], 7.31, 0.01);
+  EXPECT_LT(s, 2.0) << "300,000 blank lines took " << s << " s";
+  std::vector<Vec3d> d(m.vertices.size(), Vec3d{0, 0, 0});
+  EXPECT_EQ(render_vector_map(m, d), text);
+  // the line numbers count the blank lines
+  EXPECT_EQ(error_of(f0 + "\n" + blank + R"({"type": "LineString", "coordinates": [[8, 49], [8, 95]]})" + "\n" + blank),
+            "bad.geojson: record 2 (line 100002): /coordinates/1: [8, 95] is not a longitude, latitude (RFC 7946; "
+            "projected data needs a \"crs\" member or projection local)");
+}
+
+// A "crs" member is the root's of one GeoJSON text; a sequence is lon/lat (RFC 7946, RFC 8142),
+// and GDAL's GeoJSONSeq writes no crs (with -t_srs EPSG:32632 it still writes lon/lat). So one line
+// is one text with its crs, and the same line in a sequence is an error, never read as lon/lat.
+TEST(GeoJson, ACrsInASequenceIsAnErrorAndInOneTextIsHonoured) {
+  const std::string utm = R"({"type": "LineString", "coordinates": [[500000, 5400000], [500010, 5400000]], )" + kUtmCrs + "}";
+  const VectorMap one = parse_geojson(utm + "\n", "one.geojsonl");
+  EXPECT_EQ(one.frame, "the file's coordinates in WGS 84 / UTM zone 32N (EPSG:32632)");
+  EXPECT_EQ(one.lines[0].points[1][0], 500010);
+  const std::string ll = R"({"type": "LineString", "coordinates": [[8.42, 49.0], [8.4201, 49.0]]})";
+  const std::string why = " (the file is read so because its first line is a whole JSON text followed by more)";
+  const std::string refused =
+      ": its records are longitude, latitude (RFC 7946, RFC 8142); projected data goes in one GeoJSON text with a root "
+      "\"crs\", or without crs read with projection local";
+  EXPECT_EQ(error_of(utm + "\n" + utm + "\n"), "bad.geojson: record 1 (line 1): /crs: a \"crs\" member in newline-delimited "
+                                               "GeoJSON (GeoJSONSeq / GeoJSONL: one JSON text a line)" + refused + why);
+  EXPECT_EQ(error_of(ll + "\n\n" + utm + "\n", with("local")),
+            "bad.geojson: record 2 (line 3): /crs: a \"crs\" member in newline-delimited GeoJSON (GeoJSONSeq / GeoJSONL: one "
+            "JSON text a line)" + refused + why);
+  EXPECT_EQ(error_of("\x1E" + utm + "\n"), "bad.geojson: record 1 (line 1): /crs: a \"crs\" member in a GeoJSON text "
+                                           "sequence (RFC 8142: each record led by the RS byte 0x1E)" + refused);
+  // a null crs says nothing
+  const VectorMap n = parse_geojson(ll + "\n" + R"({"type": "LineString", "coordinates": [[8.43, 49.0], [8.4301, 49.0]], "crs": null})", "n.geojsonl");
+  EXPECT_EQ(n.lines.size(), 2u);
+  EXPECT_EQ(n.frame, "UTM zone 32N (EPSG:32632)");
+}
+
+// In an RFC 8142 file the depth check runs per record; its byte offset is the file's.
+TEST(GeoJson, ASequenceRecordNestedTooDeepIsReportedAtItsFileOffset) {
+  const std::string f0 = R"({"type": "LineString", "coordinates": [[8.42, 49.0], [8.4201, 49.0]]})";
+  const std::string head = "\x1E" + f0 + "\n\x1E";
+  const std::string deep = R"({"type": "LineString", "coordinates": [[8.42, 49.0], [8.4201, 49.0]], "x": )" + std::string(300, '[') +
+                           std::string(300, ']') + "}\n";
+  // the 257th opening bracket: the object is level 1, so the 256th '[' opens level 257
+  const size_t brackets = deep.find(std::string(300, '['));
+  const size_t at = head.size() + brackets + 255;
+  EXPECT_EQ(error_of(head + deep), "bad.geojson: record 2 (line 2): JSON nested deeper than 256 levels (byte " + std::to_string(at) + ")");
+  EXPECT_EQ(error_of(f0 + "\n" + deep), "bad.geojson: JSON nested deeper than 256 levels (byte " + std::to_string(f0.size() + 1 + brackets + 255) + ")");
 }
 
 TEST(GeoJson, CrsNamesAreEpsgCodesOrCrs84InTheirUsualSpellings) {
@@ -301,10 +381,18 @@ TEST(GeoJson, CrsNamesAreEpsgCodesOrCrs84InTheirUsualSpellings) {
   }
   const std::string ll = R"({"type": "LineString", "coordinates": [[8.42, 49], [8.43, 49]], "crs": {"type": "name", "properties": {"name": ")";
   // EPSG:4979 and CRS84h: the same lon/lat with heights (GDAL names a 3D lon/lat layer EPSG:4979)
-  for (const char* n : {"urn:ogc:def:crs:OGC:1.3:CRS84", "OGC:CRS84", "EPSG:4326", "urn:ogc:def:crs:EPSG::4326",
-                        "urn:ogc:def:crs:EPSG::4979", "urn:ogc:def:crs:OGC::CRS84h", "http://www.opengis.net/def/crs/OGC/0/CRS84h",
-                        "http://www.opengis.net/def/crs/OGC/1.3/CRS84"})
+  for (const char* n : {"urn:ogc:def:crs:OGC:1.3:CRS84", "urn:ogc:def:crs:OGC::CRS84", "OGC:CRS84", "EPSG:4326",
+                        "urn:ogc:def:crs:EPSG::4326", "urn:ogc:def:crs:EPSG::4979", "urn:ogc:def:crs:OGC::CRS84h",
+                        "urn:ogc:def:crs:OGC:0:CRS84h", "OGC:CRS84h", "http://www.opengis.net/def/crs/OGC/0/CRS84h",
+                        "http://www.opengis.net/def/crs/OGC/1.3/CRS84", "http://www.opengis.net/def/crs/OGC/0/CRS84"})
     EXPECT_EQ(parse_geojson(ll + n + "\"}}}", "c.geojson").frame, "UTM zone 32N (EPSG:32632)") << n;
+  // only the OGC's own identifiers: another version, authority or path is not CRS84
+  for (const char* n : {"http://www.opengis.net/def/crs/OGC/anything/CRS84", "http://www.opengis.net/def/crs/OGC/2/CRS84h",
+                        "http://www.opengis.net/def/crs/OGC/1.3/CRS84h", "http://www.opengis.net/def/crs/OGC/0/x/CRS84",
+                        "urn:ogc:def:crs:OGC:9.9:CRS84", "urn:ogc:def:crs:OGC:1.3:CRS84h", "urn:ogc:def:crs:OGC:x:y:CRS84",
+                        "http://example.com/OGC/1.3/CRS84", "XYZ:CRS84", "CRS84"})
+    EXPECT_EQ(error_of(ll + n + "\"}}}").rfind(std::string("bad.geojson: /crs: \"") + n + "\" is neither an EPSG code", 0), 0u)
+        << n << ": " << error_of(ll + n + "\"}}}");
   const VectorMap e = parse_geojson(R"({"type": "LineString", "coordinates": [[500000, 5400000], [500001, 5400000]], "crs": {"type": "EPSG", "properties": {"code": 32632}}})", "e.geojson");
   EXPECT_EQ(e.lines[0].points[0][0], 500000);
 }
@@ -358,7 +446,7 @@ TEST(GeoJson, BadFilesAreErrorsNamingTheFileAndTheJsonPointer) {
       {R"({"type": "LineString", "coordinates": [[1, 2], [3, 4]], "crs": {"type": "name", "properties": {"name": "EPSG:4269"}}})",
        "is not a projected CRS in metres"},
       {R"({"type": "LineString", "coordinates": [[1, 2], [3, 4]], "crs": {"type": "name", "properties": {"name": "WGS 84 / UTM zone 32N"}}})",
-       "/crs: \"WGS 84 / UTM zone 32N\" is neither an EPSG code (EPSG:n, urn:ogc:def:crs:EPSG::n) nor CRS84"},
+       "/crs: \"WGS 84 / UTM zone 32N\" is neither an EPSG code (EPSG:n, urn:ogc:def:crs:EPSG::n) nor the OGC's CRS84"},
       {std::string(300, '[') + std::string(300, ']'), "JSON nested deeper than 256 levels"},
       {"{\"type\": \"LineString\", \"coordinates\": [[1, 2], [3, 4]], \"x\": \"\xFF\"}", "JSON parse error"},
   };
