@@ -274,9 +274,10 @@ std::string epsg_of_crs_name(const std::string& name, const std::string& path) {
   }
   // CRS84 is the OGC's version 1.3 (its http URI also under version 0, as JSON-FG writes it);
   // CRS84h, CRS84 with ellipsoidal heights (lon, lat, h; as EPSG:4979 is to EPSG:4326), version 0.
-  // A versionless URN (two colons) names the current one.
+  // A versionless URN (two colons) names the current one; the bare names, unambiguous, as some
+  // writers put them.
   static const char* kLonLat[] = {
-      "OGC:CRS84",  "urn:ogc:def:crs:OGC:1.3:CRS84", "urn:ogc:def:crs:OGC::CRS84", "http://www.opengis.net/def/crs/OGC/1.3/CRS84",
+      "CRS84",      "CRS84h",     "OGC:CRS84",  "urn:ogc:def:crs:OGC:1.3:CRS84", "urn:ogc:def:crs:OGC::CRS84", "http://www.opengis.net/def/crs/OGC/1.3/CRS84",
       "http://www.opengis.net/def/crs/OGC/0/CRS84",   "OGC:CRS84h", "urn:ogc:def:crs:OGC:0:CRS84h", "urn:ogc:def:crs:OGC::CRS84h",
       "http://www.opengis.net/def/crs/OGC/0/CRS84h"};
   if (std::find(std::begin(kLonLat), std::end(kLonLat), name) != std::end(kLonLat)) return "";

@@ -384,13 +384,14 @@ TEST(GeoJson, CrsNamesAreEpsgCodesOrCrs84InTheirUsualSpellings) {
   for (const char* n : {"urn:ogc:def:crs:OGC:1.3:CRS84", "urn:ogc:def:crs:OGC::CRS84", "OGC:CRS84", "EPSG:4326",
                         "urn:ogc:def:crs:EPSG::4326", "urn:ogc:def:crs:EPSG::4979", "urn:ogc:def:crs:OGC::CRS84h",
                         "urn:ogc:def:crs:OGC:0:CRS84h", "OGC:CRS84h", "http://www.opengis.net/def/crs/OGC/0/CRS84h",
-                        "http://www.opengis.net/def/crs/OGC/1.3/CRS84", "http://www.opengis.net/def/crs/OGC/0/CRS84"})
+                        "http://www.opengis.net/def/crs/OGC/1.3/CRS84", "http://www.opengis.net/def/crs/OGC/0/CRS84", "CRS84",
+                        "CRS84h"})
     EXPECT_EQ(parse_geojson(ll + n + "\"}}}", "c.geojson").frame, "UTM zone 32N (EPSG:32632)") << n;
   // only the OGC's own identifiers: another version, authority or path is not CRS84
   for (const char* n : {"http://www.opengis.net/def/crs/OGC/anything/CRS84", "http://www.opengis.net/def/crs/OGC/2/CRS84h",
                         "http://www.opengis.net/def/crs/OGC/1.3/CRS84h", "http://www.opengis.net/def/crs/OGC/0/x/CRS84",
                         "urn:ogc:def:crs:OGC:9.9:CRS84", "urn:ogc:def:crs:OGC:1.3:CRS84h", "urn:ogc:def:crs:OGC:x:y:CRS84",
-                        "http://example.com/OGC/1.3/CRS84", "XYZ:CRS84", "CRS84"})
+                        "http://example.com/OGC/1.3/CRS84", "XYZ:CRS84", "crs84"})
     EXPECT_EQ(error_of(ll + n + "\"}}}").rfind(std::string("bad.geojson: /crs: \"") + n + "\" is neither an EPSG code", 0), 0u)
         << n << ": " << error_of(ll + n + "\"}}}");
   const VectorMap e = parse_geojson(R"({"type": "LineString", "coordinates": [[500000, 5400000], [500001, 5400000]], "crs": {"type": "EPSG", "properties": {"code": 32632}}})", "e.geojson");
