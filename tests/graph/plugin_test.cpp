@@ -62,6 +62,9 @@ TEST(Plugin, FilesThatAreNoPluginOfThisBuildAreClearErrors) {
       {plugin("sl_test_plugin_old_abi"),
        "built for streamline 0.0.1 (C++ 201703, libstdc++ cxx11 ABI 1), but this program is " + plugin_abi()},
       {plugin("sl_test_plugin_throws"), "registering its stages failed: stage type 'batch' is registered twice (built-in, then "},
+      {plugin("sl_test_plugin_other_headers"),
+       std::string("built for streamline ") + SL_VERSION + " (headers 000000000000, C++ " SL_PLUGIN_STR(__cplusplus) +
+           ", libstdc++ cxx11 ABI 1), but this program is " + plugin_abi()},
   };
   for (const auto& [path, reason] : cases) {
     const std::string e = load_error(path);

@@ -1,7 +1,8 @@
 // Shared libraries that are not good plugins, for the loader's errors (tests/graph/plugin_test.cpp):
 // SL_BROKEN_OLD_ABI claims another streamline version (and has a SL_REGISTER_STAGES object, which
 // must not run); SL_BROKEN_NO_ENTRY has no entry point;
-// SL_BROKEN_THROWS registers a stage type that already exists.
+// SL_BROKEN_THROWS registers a stage type that already exists; SL_BROKEN_OTHER_HEADERS is this
+// version built against other headers (a checkout of another commit).
 #include "graph/plugin.h"
 
 #if defined(SL_BROKEN_OLD_ABI)
@@ -24,4 +25,10 @@ static void register_again(sl::StageRegistry& r) {
   r.add(std::move(s));
 }
 SL_PLUGIN(register_again)
+#elif defined(SL_BROKEN_OTHER_HEADERS)
+extern "C" __attribute__((visibility("default"))) const char* sl_plugin_abi() {
+  return "streamline " SL_VERSION " (headers 000000000000, C++ " SL_PLUGIN_STR(__cplusplus) ", libstdc++ cxx11 ABI " SL_PLUGIN_STR(
+      _GLIBCXX_USE_CXX11_ABI) ")";
+}
+extern "C" __attribute__((visibility("default"))) void sl_plugin_register(sl::StageRegistry&) {}
 #endif
