@@ -117,6 +117,15 @@ class Dist : public ::testing::Test {
     return np > 1 ? mpirun(np) + cmd : cmd;
   }
 
+  // One epoch of the scene pipeline over the generated training split, small samples, batches of
+  // 8 (append --set batch.size=4 under mpirun -np 2 for the same global batch).
+  static std::string scenes_epoch(const std::string& extra) {
+    return q(SL_CLI_PATH) + " run " + q(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json") +
+           " --threads 1 --set scan.root=" + q(root_ + "/ds/train") +
+           " --set train.eval.root=null --set epochs=1 --set batch.drop_last=false --set batch.size=8"
+           " --set resample.points=128 --set train.checkpoint.dir=run " + extra;
+  }
+
   // Steps of a global batch of 64 in one epoch of the cache (the last one short).
   static int64_t steps_per_epoch() { return (cache_samples_ + 63) / 64; }
 
@@ -344,10 +353,7 @@ TEST_F(Dist, ResumingWithAnotherRankCountWorksAtAnEpochBoundaryAndIsRefusedInsid
 // process trains (every scene read by exactly one rank), and the final positions say so.
 TEST_F(Dist, ScenesAreDealtSoEachIsReadByExactlyOneRank) {
   const std::string a = sub("one"), b = sub("two");
-  const std::string cmd = q(SL_CLI_PATH) + " run " + q(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json") +
-                          " -q --threads 1 --set scan.root=" + q(root_ + "/ds/train") +
-                          " --set train.eval.root=null --set epochs=1 --set batch.drop_last=false --set batch.size=8"
-                          " --set resample.points=128 --set train.checkpoint.dir=run --set train.log.every_steps=1";
+  const std::string cmd = scenes_epoch("-q --set train.log.every_steps=1");
   Ran ra = sh(a, cmd);
   Ran rb = sh(b, mpirun(2) + cmd + " --set batch.size=4");
   ASSERT_EQ(ra.code, 0) << ra.err;
@@ -376,10 +382,7 @@ TEST_F(Dist, ScenesAreDealtSoEachIsReadByExactlyOneRank) {
 // scene cache line add up to one process's over the same epoch, and run.json says the same.
 TEST_F(Dist, TheEndOfRunSummaryAddsUpEveryRanksFiguresToOneProcesss) {
   const std::string a = sub("one"), b = sub("two");
-  const std::string cmd = q(SL_CLI_PATH) + " run " + q(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json") +
-                          " --threads 1 --set scan.root=" + q(root_ + "/ds/train") +
-                          " --set train.eval.root=null --set epochs=1 --set batch.drop_last=false --set batch.size=8"
-                          " --set resample.points=128 --set train.checkpoint.dir=run --set train.log.progress=lines";
+  const std::string cmd = scenes_epoch("--set train.log.progress=lines");
   Ran ra = sh(a, cmd);
   Ran rb = sh(b, mpirun(2) + cmd + " --set batch.size=4");
   ASSERT_EQ(ra.code, 0) << ra.err;
