@@ -19,13 +19,13 @@
 #include "graph/memory.h"
 #include "kernels/gemm.h"
 #include "report/report.h"
-#include "stages/io/inspect.h"
-#include "stages/io/formats.h"
-#include "stages/io/lines_json.h"
-#include "stages/io/mapped_file.h"
-#include "stages/io/pcd.h"
-#include "stages/io/tile_set.h"
-#include "stages/io/vector_map.h"
+#include "apps/inspect.h"
+#include "formats/clouds/formats.h"
+#include "formats/maps/lines_json.h"
+#include "formats/clouds/mapped_file.h"
+#include "formats/clouds/pcd.h"
+#include "formats/tiles/tile_set.h"
+#include "formats/maps/vector_map.h"
 
 namespace sl {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "graph/comm.h"
 #include "stages/device/device.h"
-#include "stages/geometry/crop.h"
+#include "geometry/crop.h"
 
 #ifdef SL_WITH_CUDA
 #include <cublas_v2.h>

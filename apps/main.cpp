@@ -36,13 +36,13 @@
 #include "loader/loader.h"
 #include "report/report.h"
 #include "stages/device/device.h"
-#include "stages/io/formats.h"
-#include "stages/io/lines_json.h"
-#include "stages/io/pcd.h"
-#include "stages/io/map_lines.h"
-#include "stages/train/infer.h"
-#include "stages/train/refine_map.h"
-#include "stages/train/refine_map_tiles.h"
+#include "formats/clouds/formats.h"
+#include "formats/maps/lines_json.h"
+#include "formats/clouds/pcd.h"
+#include "formats/maps/map_lines.h"
+#include "refine/infer.h"
+#include "refine/refine_map.h"
+#include "refine/refine_map_tiles.h"
 #include "graph/comm.h"
 #include "graph/run_totals.h"
 #include "stages/train/checkpoints.h"
@@ -246,7 +246,7 @@ int cmd_infer(std::string checkpoint, const std::string& cloud_path, std::string
   if (lines_path.empty())
     lines_path = (std::filesystem::path(cloud_path).parent_path() / (cloud_stem(cloud_path, *format) + ".json")).string();
   // The cloud in its local frame and the lines in the same one; the refined lines are written
-  // back in world coordinates (stages/io/origin.h).
+  // back in world coordinates (formats/clouds/origin.h).
   DecodeInfo info;
   PointCloud cloud = format->decode(cloud_path, DecodeOptions{true, origin}, &info);
   if (info.coarse()) std::cerr << "warning: " << coarse_warning(cloud_path, info) << "\n";
@@ -268,7 +268,7 @@ struct InferMapArgs {
   std::vector<double> map_origin;
   std::string category_property = "type", subtype_property = "subtype";
   double margin = 0, min_length = 1.0;
-  std::string tiles, tiles_format;  // --tiles: a tiled point-cloud map (stages/io/tile_set.h)
+  std::string tiles, tiles_format;  // --tiles: a tiled point-cloud map (formats/tiles/tile_set.h)
   double cache_mb = 2048, reach = -1;
 };
 
@@ -305,7 +305,7 @@ void print_map_report(const SharedMap& map, const MapRefineReport& rep) {
   }
 }
 
-// infer over a whole tiled map (stages/train/refine_map_tiles.h): under mpirun the tiles' groups are
+// infer over a whole tiled map (refine/refine_map_tiles.h): under mpirun the tiles' groups are
 // split over the ranks and rank 0 writes the map.
 int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::string& out, const std::string& pipeline) {
   Comm& comm = world_comm();
@@ -342,7 +342,7 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
 }
 
 // infer on a vector map: the map's lines on the clouds refined, the map written back in its format
-// with only the refined lines' vertices moved (stages/train/refine_map.h).
+// with only the refined lines' vertices moved (refine/refine_map.h).
 int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds, const InferMapArgs& a,
                   const std::string& out, const std::string& pipeline, const std::string& origin_text) {
   check_out_format(out, a.map);

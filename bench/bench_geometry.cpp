@@ -11,11 +11,11 @@
 
 #include "data/gen.h"
 #include "graph/atomic_file.h"
-#include "stages/geometry/center.h"
-#include "stages/geometry/crop.h"
-#include "stages/geometry/perturb.h"
-#include "stages/geometry/polyline.h"
-#include "stages/geometry/resample.h"
+#include "geometry/center.h"
+#include "geometry/crop.h"
+#include "geometry/perturb.h"
+#include "geometry/polyline.h"
+#include "geometry/resample.h"
 
 namespace {
 template <typename Fn>

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "graph/atomic_file.h"
-#include "stages/io/pcd.h"
+#include "formats/clouds/pcd.h"
 
 namespace {
 
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     std::string bytes = sl::read_file(path);
     const double mb = double(bytes.size()) / 1e6;
 
-    // As the reader stages decode: into the local frame of the auto origin (stages/io/origin.h).
+    // As the reader stages decode: into the local frame of the auto origin (formats/clouds/origin.h).
     sl::PcdReadOptions as_pipeline;
     as_pipeline.origin = sl::OriginPolicy::auto_rule();
     double t_ours = median_seconds(runs, [&] {

@@ -48,13 +48,13 @@
 #include "graph/engine.h"
 #include "graph/memory.h"
 #include "graph/spec.h"
-#include "stages/geometry/crop.h"
-#include "stages/geometry/polyline.h"
-#include "stages/geometry/rng.h"
-#include "stages/io/formats.h"
-#include "stages/io/lines_json.h"
-#include "stages/io/mapped_file.h"
-#include "stages/io/pcd.h"
+#include "geometry/crop.h"
+#include "geometry/polyline.h"
+#include "geometry/rng.h"
+#include "formats/clouds/formats.h"
+#include "formats/maps/lines_json.h"
+#include "formats/clouds/mapped_file.h"
+#include "formats/clouds/pcd.h"
 
 namespace {
 

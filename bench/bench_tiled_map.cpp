@@ -40,9 +40,9 @@
 #include "data/gen.h"
 #include "graph/engine.h"
 #include "graph/spec.h"
-#include "stages/geometry/crop.h"
-#include "stages/io/origin.h"
-#include "stages/io/tile_set.h"
+#include "geometry/crop.h"
+#include "formats/clouds/origin.h"
+#include "formats/tiles/tile_set.h"
 
 namespace {
 

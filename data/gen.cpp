@@ -9,10 +9,10 @@
 #include <filesystem>
 
 #include "graph/error.h"
-#include "stages/geometry/rng.h"
-#include "stages/io/lines_json.h"
-#include "stages/io/formats.h"
-#include "stages/io/pcd.h"
+#include "geometry/rng.h"
+#include "formats/maps/lines_json.h"
+#include "formats/clouds/formats.h"
+#include "formats/clouds/pcd.h"
 
 namespace sl {
 namespace {

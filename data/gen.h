@@ -42,7 +42,7 @@ struct GenConfig {
   float dropout = 0.02f;              // base probability that a return is lost
   float line_half_length = 45.f;      // m of road annotated on each side of the sensor
   float vertex_spacing = 1.5f;        // m between polyline vertices
-  std::string cloud_format = "pcd";   // a writable format of stages/io/formats.h: pcd (DATA binary), bin, nuscenes, ply, las
+  std::string cloud_format = "pcd";   // a writable format of formats/clouds/formats.h: pcd (DATA binary), bin, nuscenes, ply, las
   // World position of the sensor frame's (0, 0, 0): the dataset in a world frame such as UTM
   // ({500000, 5400000, 0}). Clouds and lines are written in world coordinates, in double (PCD
   // F 8, PLY double, LAS scaled ints; a float32 format refuses); {0, 0, 0} writes the sensor

@@ -11,10 +11,10 @@
 #include "data/gen.h"
 #include "graph/atomic_file.h"
 #include "graph/error.h"
-#include "stages/io/formats.h"
-#include "stages/io/map_numbers.h"
-#include "stages/io/projection.h"
-#include "stages/io/tile_set.h"
+#include "formats/clouds/formats.h"
+#include "formats/maps/map_numbers.h"
+#include "formats/maps/projection.h"
+#include "formats/tiles/tile_set.h"
 
 namespace sl {
 namespace {

@@ -11,11 +11,11 @@
 
 #include "fuzz/map_targets.h"
 #include "fuzz/targets.h"
-#include "tests/io/map_test_util.h"
+#include "tests/formats/maps/map_test_util.h"
 #include "graph/atomic_file.h"
 #include "kernels/adam.h"
-#include "stages/io/lzf.h"
-#include "stages/io/tile_set.h"
+#include "formats/clouds/lzf.h"
+#include "formats/tiles/tile_set.h"
 
 namespace fs = std::filesystem;
 using namespace sl;
@@ -203,11 +203,11 @@ void las_seeds() {
   LasWriteOptions copc;
   copc.vlrs = {{"copc", 1, std::string(160, '\0'), "copc info"}};
   save("las", "copc_vlr", las_bytes("seed.las", c, copc));
-  // Files other tools wrote (tests/io/las/other_tools: LAStools, libLAS, libLAS + LASzip; all LAS
+  // Files other tools wrote (tests/formats/clouds/fixtures/other_tools: LAStools, libLAS, libLAS + LASzip; all LAS
   // 1.2), cut to their first 64 records with the legacy count set to match: whole, the largest
   // seed (180 KB) would become libFuzzer's input length limit for the target. The LAZ keeps its
   // header, VLR and the start of its compressed points (never decoded).
-  const std::string other = std::string(SL_SOURCE_DIR) + "/tests/io/las/other_tools/";
+  const std::string other = std::string(SL_SOURCE_DIR) + "/tests/formats/clouds/fixtures/other_tools/";
   for (const char* name : {"lastools_haystack_rock_9000.las", "potree_lion_r.las", "potree_lion_r.laz"}) {
     std::string s = read_file(other + name);
     uint32_t at;
@@ -308,7 +308,7 @@ void samples_seeds() {
 // relations, local_x/local_y and lat/lon-only nodes, a deleted way, entities) and GeoJSON as
 // mapping tools write it (RFC 7946 lon/lat, a projected crs member, MultiLineString, other geometries).
 void map_seeds() {
-  save("osm", "autoware_mgrs_test_map.osm", read_file(std::string(SL_SOURCE_DIR) + "/tests/io/maps/autoware_mgrs_test_map.osm"));
+  save("osm", "autoware_mgrs_test_map.osm", read_file(std::string(SL_SOURCE_DIR) + "/tests/formats/maps/fixtures/autoware_mgrs_test_map.osm"));
   ProjectionSpec mgrs;
   mgrs.kind = "mgrs";
   const Projection frame = Projection::make(mgrs, std::array<double, 2>{49.0, 8.42}, "seeds");

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "fuzz/targets.h"
-#include "stages/io/geojson.h"
-#include "stages/io/lanelet2.h"
-#include "stages/io/vector_map.h"
+#include "formats/maps/geojson.h"
+#include "formats/maps/lanelet2.h"
+#include "formats/maps/vector_map.h"
 
 namespace sl::fuzz {
 

@@ -29,15 +29,15 @@
 #include "kernels/checkpoint.h"
 #include "kernels/model.h"
 #include "kernels/safetensors.h"
-#include "stages/io/inspect.h"
-#include "stages/io/kitti.h"
-#include "stages/io/las.h"
-#include "stages/io/ply.h"
-#include "stages/io/lines_json.h"
-#include "stages/io/pcd.h"
+#include "apps/inspect.h"
+#include "formats/clouds/kitti.h"
+#include "formats/clouds/las.h"
+#include "formats/clouds/ply.h"
+#include "formats/maps/lines_json.h"
+#include "formats/clouds/pcd.h"
 #include "stages/io/samples.h"
-#include "stages/io/tile_set.h"
-#include "stages/train/infer.h"
+#include "formats/tiles/tile_set.h"
+#include "refine/infer.h"
 #include "stages/train/checkpoints.h"
 
 #define SL_FUZZ_CHECK(cond)                                                              \
@@ -224,7 +224,7 @@ inline void lines_json(const uint8_t* data, size_t size) {
   }
 }
 
-// Autoware's pointcloud_map_metadata.yaml (stages/io/tile_set.h): parse_tile_metadata, which
+// Autoware's pointcloud_map_metadata.yaml (formats/tiles/tile_set.h): parse_tile_metadata, which
 // scan_tiles runs on the file. A good input: positive finite resolutions, finite cells, distinct
 // non-empty file names; written back by tile_metadata_text (plain names only: it does not quote) it
 // reads as the same cells.

@@ -33,7 +33,7 @@ struct Tensor {
 // A point cloud in structure-of-arrays layout: one contiguous float array per field.
 // Coordinates are local: the x, y, z columns hold world - origin (subtracted in double by the
 // reader), so float32 keeps its precision for data in a world frame such as UTM; world =
-// double(column) + origin. The origin's rule: stages/io/origin.h.
+// double(column) + origin. The origin's rule: formats/clouds/origin.h.
 struct PointCloud {
   std::vector<std::string> fields;           // e.g. {"x","y","z","intensity"}
   std::vector<std::vector<float>> columns;   // columns[f][i]

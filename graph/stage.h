@@ -1,5 +1,5 @@
 // What a stage implementation sees: items in, items out, a run context. Stage adapters stay
-// thin; the math lives in plain functions (stages/geometry, stages/io, kernels) tested alone.
+// thin; the math lives in plain functions (geometry/, formats/, dataset/, kernels/) tested alone.
 #pragma once
 #include <atomic>
 #include <functional>
@@ -93,7 +93,7 @@ class Stage {
 };
 
 // A source enumerates the items of one epoch in order. In a data-parallel run (ctx.world() > 1)
-// it enumerates this rank's share only (stages/io/epoch_order.h does the dealing).
+// it enumerates this rank's share only (dataset/epoch_order.h does the dealing).
 class SourceStage : public Stage {
  public:
   void process(Item, const Position&, Emitter&, RunContext&) override {}

@@ -50,7 +50,7 @@ struct Batch {
   int64_t index = 0;     // batch number within the epoch
   std::vector<BatchTensor> tensors;
   std::vector<int32_t> scene_index, line_index;  // provenance per sample
-  // Per sample: the origin of its scene's cloud (world = local + origin; stages/io/origin.h),
+  // Per sample: the origin of its scene's cloud (world = local + origin; formats/clouds/origin.h),
   // {0, 0, 0} for a sample without a scene (a sample cache).
   std::vector<std::array<double, 3>> scene_origin;
   // Data position after this batch: resume here to continue with the next batch.

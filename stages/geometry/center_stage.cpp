@@ -1,13 +1,13 @@
 // center: moves "context" and every line tensor into a line's frame and records "frame"; the math
-// is stages/geometry/center.{h,cpp}.
+// is geometry/center.{h,cpp}.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/geometry/center.h"
-#include "stages/geometry/polyline.h"
+#include "geometry/center.h"
+#include "geometry/polyline.h"
 
 namespace sl {
 namespace {

@@ -1,5 +1,5 @@
 // crop_polyline: the scene points near the sample's line through a grid index per scene (makes
-// "points"). Thin: the geometry is stages/geometry/crop.{h,cpp}.
+// "points"). Thin: the geometry is geometry/crop.{h,cpp}.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,10 +12,10 @@
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/geometry/crop.h"
+#include "geometry/crop.h"
 #include "stages/geometry/crop_params.h"
-#include "stages/geometry/index_cache.h"
-#include "stages/geometry/polyline.h"
+#include "geometry/index_cache.h"
+#include "geometry/polyline.h"
 
 namespace sl {
 namespace {

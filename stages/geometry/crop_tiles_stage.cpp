@@ -1,5 +1,5 @@
 // crop_tiles: crop_polyline for a tiled map (makes "points"). A sample from map_tiles carries no
-// cloud: its points come from every tile its line's corridor touches (stages/io/map_tiles.h), the
+// cloud: its points come from every tile its line's corridor touches (dataset/map_tiles.h), the
 // tiles decoded with the map's one origin through a byte-budget cache (each tile decoded by one
 // thread; others that need it meanwhile help or wait), one grid index per decoded tile. The result
 // is exactly crop_polyline's on the merged tiles. A sample that has a cloud (infer replaying the
@@ -21,12 +21,12 @@
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/geometry/crop.h"
+#include "geometry/crop.h"
 #include "stages/geometry/crop_params.h"
-#include "stages/geometry/index_cache.h"
-#include "stages/geometry/polyline.h"
-#include "stages/io/map_tiles.h"
-#include "stages/io/tile_loader.h"
+#include "geometry/index_cache.h"
+#include "geometry/polyline.h"
+#include "dataset/map_tiles.h"
+#include "dataset/tile_loader.h"
 
 namespace sl {
 namespace {

@@ -1,11 +1,11 @@
 // perturb_line: "true_line", "noisy_line" and "target_offset" [L,3] from "line" (an augmentation);
-// the math is stages/geometry/perturb.{h,cpp}.
+// the math is geometry/perturb.{h,cpp}.
 #include <memory>
 
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/geometry/perturb.h"
-#include "stages/geometry/polyline.h"
+#include "geometry/perturb.h"
+#include "geometry/polyline.h"
 
 namespace sl {
 namespace {

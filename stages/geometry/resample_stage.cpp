@@ -1,11 +1,11 @@
 // resample: exactly P points per sample (turns "points" into "context" [P,4]); the math is
-// stages/geometry/resample.{h,cpp}.
+// geometry/resample.{h,cpp}.
 #include <memory>
 
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/geometry/resample.h"
+#include "geometry/resample.h"
 
 namespace sl {
 namespace {

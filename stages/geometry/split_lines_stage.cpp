@@ -4,7 +4,7 @@
 
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/geometry/polyline.h"
+#include "geometry/polyline.h"
 
 namespace sl {
 namespace {

@@ -1,5 +1,5 @@
 // CloudReader: what every cloud reader stage shares -- the scene cache lookup, a decode on a
-// miss (into the local frame of the "origin" param: stages/io/origin.h), a Scene around the
+// miss (into the local frame of the "origin" param: formats/clouds/origin.h), a Scene around the
 // cloud, one warning per file stored too coarsely, and the cache line at the end of the run. A
 // reader stage implements decode(); reader_schema() gives its schema the readers' common parts.
 #pragma once
@@ -16,8 +16,8 @@
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/io/origin.h"
-#include "stages/io/scene_cache.h"
+#include "formats/clouds/origin.h"
+#include "dataset/scene_cache.h"
 
 namespace sl {
 

@@ -1,6 +1,6 @@
 // map_tiles: the source of training from a tiled map -- one vector map over a folder of point-cloud
-// tiles (stages/io/tile_set.h). The map is read once; the wanted lines' parts over the tiles are cut
-// into pieces (stages/io/map_tiles.h: map_pieces); each piece is one source item: a Scene with that
+// tiles (formats/tiles/tile_set.h). The map is read once; the wanted lines' parts over the tiles are cut
+// into pieces (dataset/map_tiles.h: map_pieces); each piece is one source item: a Scene with that
 // one line and no cloud, which split_lines turns into a sample and crop_tiles crops from the tiles
 // its corridor touches. The epoch's order is shuffled yet local (LocalOrder: blocks of neighbouring
 // tiles), a pure function of (run seed, epoch), dealt round-robin to the ranks; resume continues
@@ -10,9 +10,9 @@
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/io/epoch_order.h"
-#include "stages/io/map_tiles.h"
-#include "stages/io/map_numbers.h"
+#include "dataset/epoch_order.h"
+#include "dataset/map_tiles.h"
+#include "formats/maps/map_numbers.h"
 
 namespace sl {
 namespace {

@@ -1,8 +1,8 @@
-// read_cloud: a cloud of any format of the table (stages/io/formats.h) decoded into x y z
+// read_cloud: a cloud of any format of the table (formats/clouds/formats.h) decoded into x y z
 // intensity -- the one named, or each file's own by its extension; through the scene cache.
 // read_kitti_bin is the same stage with the KITTI format fixed (kept for existing pipelines).
 #include "stages/io/cloud_reader.h"
-#include "stages/io/formats.h"
+#include "formats/clouds/formats.h"
 
 namespace sl {
 namespace {
@@ -26,7 +26,7 @@ class ReadCloud : public CloudReader {
 void register_read_cloud(StageRegistry& r) {
   std::vector<std::string> formats = cloud_format_names();
   formats.insert(formats.begin(), "auto");
-  r.add(reader_schema("read_cloud", "decodes a cloud of any format (stages/io/formats.h) into x y z intensity",
+  r.add(reader_schema("read_cloud", "decodes a cloud of any format (formats/clouds/formats.h) into x y z intensity",
                       {p_string("format", "auto", "the cloud format (auto: each file's own, by its extension)", formats)},
                       [](const Params& p) { return std::make_unique<ReadCloud>(p, p.get_string("format")); }));
   r.add(reader_schema("read_kitti_bin", "decodes a KITTI velodyne .bin file (N x 4 float32: x y z reflectance)", {},

@@ -1,11 +1,11 @@
 // read_lines_json: adds the scene's annotated polylines from <stem>.json (Scene -> Scene; the
-// format is in stages/io/lines_json.h and the README), keeping the categories asked for. The
+// format is in formats/maps/lines_json.h and the README), keeping the categories asked for. The
 // file holds world coordinates: they are shifted by the scene cloud's origin in double
-// (stages/io/origin.h), so the lines and the points share one local frame.
+// (formats/clouds/origin.h), so the lines and the points share one local frame.
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/io/lines_json.h"
+#include "formats/maps/lines_json.h"
 
 namespace sl {
 namespace {

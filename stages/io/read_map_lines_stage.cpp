@@ -1,4 +1,4 @@
-// read_map_lines: adds the lines of a vector map (Lanelet2 .osm or GeoJSON; stages/io/vector_map.h)
+// read_map_lines: adds the lines of a vector map (Lanelet2 .osm or GeoJSON; formats/maps/vector_map.h)
 // that lie on the scene's cloud (Scene -> Scene), in the cloud's local frame -- the map-based
 // alternative to read_lines_json, for clouds that have no <stem>.json beside them.
 //
@@ -7,7 +7,7 @@
 // dataset folder), so a training folder and the validation folder beside it both find the map
 // of ROOT/{train,val} + ROOT/map.osm as "../map.osm", also when training's evaluation replays
 // this pipeline on the validation folder. Which lines lie on a cloud, and which parts of them:
-// stages/io/map_lines.h (the parts inside the cloud's xy box grown by `margin`).
+// formats/maps/map_lines.h (the parts inside the cloud's xy box grown by `margin`).
 // Each line is the map line's index (Polyline::id), the identity `infer --map` writes back with; the
 // scene's lines are in map order, so the random draws of every sample (seeded by the line's place
 // in the scene) are the same at every run.
@@ -20,8 +20,8 @@
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/io/map_lines.h"
-#include "stages/io/map_numbers.h"
+#include "formats/maps/map_lines.h"
+#include "formats/maps/map_numbers.h"
 
 namespace sl {
 namespace {

@@ -1,7 +1,7 @@
 // read_pcd: a PCD file (ascii, binary, binary_compressed; v0.5/v0.7) decoded into x y z
-// intensity, with the file's fields chosen by name (stages/io/pcd.h); through the scene cache.
+// intensity, with the file's fields chosen by name (formats/clouds/pcd.h); through the scene cache.
 #include "stages/io/cloud_reader.h"
-#include "stages/io/pcd.h"
+#include "formats/clouds/pcd.h"
 
 namespace sl {
 namespace {

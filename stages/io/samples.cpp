@@ -2,7 +2,7 @@
 //   write_samples: Sample sink, serial and in order; writes the cache in finish().
 //   read_samples:  source of Samples from a cache, file order or a seeded shuffle per epoch.
 #include "stages/io/samples.h"
-#include "stages/io/epoch_order.h"
+#include "dataset/epoch_order.h"
 
 #include <filesystem>
 
@@ -13,7 +13,7 @@
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/geometry/rng.h"
+#include "geometry/rng.h"
 
 namespace sl {
 
@@ -219,7 +219,7 @@ class ReadSamples : public SourceStage {
       fail(where_, path_ + " holds " + std::to_string(cache_->size()) + " sample(s) for " + std::to_string(world_) +
                        " ranks: every rank needs at least one");
   }
-  // This rank's share (stages/io/epoch_order.h): the same seeded order as scan_dataset's, with
+  // This rank's share (dataset/epoch_order.h): the same seeded order as scan_dataset's, with
   // its own stream.
   int64_t epoch_size() override { return EpochOrder::shard_size(cache_->size(), rank_, world_); }
   Item make(int64_t epoch, int64_t index, RunContext&) override {

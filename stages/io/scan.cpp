@@ -1,4 +1,4 @@
-// scan_dataset: the source. Lists the <root> files of one cloud format (stages/io/formats.h;
+// scan_dataset: the source. Lists the <root> files of one cloud format (formats/clouds/formats.h;
 // sorted, so the dataset order is stable),
 // pairs each cloud with <stem>.json, and yields them in a per-epoch order that is a seeded
 // shuffle of (run seed, epoch) -- the same on every machine and at every thread count.
@@ -11,8 +11,8 @@
 #include "graph/spec.h"
 #include "graph/stage.h"
 #include "graph/message.h"
-#include "stages/io/epoch_order.h"
-#include "stages/io/formats.h"
+#include "dataset/epoch_order.h"
+#include "formats/clouds/formats.h"
 
 namespace sl {
 namespace {
@@ -70,7 +70,7 @@ class ScanDataset : public SourceStage {
                        " ranks: every rank needs at least one scene");
   }
 
-  // This rank's share (stages/io/epoch_order.h).
+  // This rank's share (dataset/epoch_order.h).
   int64_t epoch_size() override { return EpochOrder::shard_size((int64_t)refs_.size(), rank_, world_); }
 
   Item make(int64_t epoch, int64_t index, RunContext&) override {
@@ -101,7 +101,7 @@ void register_scan_stage(StageRegistry& r) {
   s.output = Kind::SceneRef;
   s.params = {
       p_required_string("root", "dataset folder"),
-      p_string("format", "pcd", "cloud format (stages/io/formats.h: pcd, bin = KITTI, nuscenes = .pcd.bin, ply, las; laz is refused)",
+      p_string("format", "pcd", "cloud format (formats/clouds/formats.h: pcd, bin = KITTI, nuscenes = .pcd.bin, ply, las; laz is refused)",
                cloud_format_names()),
       p_bool("shuffle", true, "shuffle the scene order each epoch (seeded by run seed and epoch)"),
       p_int("limit", 0, "use at most this many scenes (0: all)", 0),

@@ -17,7 +17,7 @@
 #include "graph/spec.h"
 #include "kernels/checkpoint.h"
 #include "stages/batching/batch.h"
-#include "stages/geometry/center.h"
+#include "geometry/center.h"
 #include "stages/train/checkpoints.h"
 
 namespace sl {

@@ -15,7 +15,7 @@
 #include "kernels/safetensors.h"
 #include "stages/train/checkpoints.h"
 #include "tests/apps/cli_util.h"
-#include "tests/io/io_test_util.h"
+#include "tests/formats/clouds/io_test_util.h"
 
 namespace sl {
 namespace {

@@ -23,11 +23,11 @@
 #include "kernels/safetensors.h"
 #include "report/eval_examples.h"
 #include "stages/train/checkpoints.h"
-#include "stages/io/kitti.h"
-#include "stages/io/lines_json.h"
-#include "stages/io/pcd.h"
+#include "formats/clouds/kitti.h"
+#include "formats/maps/lines_json.h"
+#include "formats/clouds/pcd.h"
 #include "tests/apps/cli_util.h"
-#include "tests/io/io_test_util.h"
+#include "tests/formats/clouds/io_test_util.h"
 
 namespace sl {
 namespace {

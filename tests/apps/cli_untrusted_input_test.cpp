@@ -11,11 +11,11 @@
 
 #include "graph/atomic_file.h"
 #include "kernels/safetensors.h"
-#include "stages/io/lines_json.h"
-#include "stages/io/pcd.h"
+#include "formats/maps/lines_json.h"
+#include "formats/clouds/pcd.h"
 #include "stages/train/checkpoints.h"
 #include "tests/apps/cli_util.h"
-#include "tests/io/io_test_util.h"
+#include "tests/formats/clouds/io_test_util.h"
 
 namespace sl {
 namespace {

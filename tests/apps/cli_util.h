@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "graph/atomic_file.h"
-#include "tests/io/io_test_util.h"
+#include "tests/formats/clouds/io_test_util.h"
 
 namespace sl::test {
 

@@ -9,8 +9,8 @@
 #include <set>
 
 #include "graph/atomic_file.h"
-#include "stages/io/formats.h"
-#include "stages/io/map_lines.h"
+#include "formats/clouds/formats.h"
+#include "formats/maps/map_lines.h"
 #include "tests/apps/cli_util.h"
 #include "tests/train/constant_model.h"
 

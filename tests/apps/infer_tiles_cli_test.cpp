@@ -1,4 +1,4 @@
-// `infer --map MAP --tiles DIR` (stages/train/refine_map_tiles.h) as a user runs it on a tiled map from
+// `infer --map MAP --tiles DIR` (refine/refine_map_tiles.h) as a user runs it on a tiled map from
 // gen-data --tile-size: a model whose refinement is zero writes the map back byte for byte; a constant
 // refinement of the curbs moves exactly the curb vertices over the tiles, each by that offset; under
 // `mpirun -np 2` the written map is byte for byte the one a single process writes (a model with
@@ -13,8 +13,8 @@
 #include "graph/atomic_file.h"
 #include "kernels/checkpoint.h"
 #include "kernels/model.h"
-#include "stages/io/map_lines.h"
-#include "stages/io/tile_set.h"
+#include "formats/maps/map_lines.h"
+#include "formats/tiles/tile_set.h"
 #include "tests/apps/cli_util.h"
 #include "tests/train/constant_model.h"
 

@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "graph/atomic_file.h"
-#include "tests/io/io_test_util.h"
+#include "tests/formats/clouds/io_test_util.h"
 
 namespace sl {
 namespace {
@@ -22,7 +22,7 @@ Ran inspect(const test::TempDir& dir, const std::string& args) {
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, read_file(out), read_file(err)};
 }
 
-const std::string kMap = std::string(SL_SOURCE_DIR) + "/tests/io/maps/autoware_mgrs_test_map.osm";
+const std::string kMap = std::string(SL_SOURCE_DIR) + "/tests/formats/maps/fixtures/autoware_mgrs_test_map.osm";
 
 TEST(InspectMapCli, ShowsLinesPerCategoryInTheChosenFrame) {
   test::TempDir dir;

@@ -8,10 +8,10 @@
 
 #include "data/gen.h"
 #include "graph/atomic_file.h"
-#include "stages/io/formats.h"
-#include "stages/train/refine_map.h"
-#include "tests/io/io_test_util.h"
-#include "tests/io/osmium_map.h"
+#include "formats/clouds/formats.h"
+#include "refine/refine_map.h"
+#include "tests/formats/clouds/io_test_util.h"
+#include "tests/formats/maps/osmium_map.h"
 #include "tests/train/constant_model.h"
 #include "tests/train/tiny_dataset.h"
 

@@ -11,9 +11,9 @@
 #include "data/gen.h"
 #include "graph/atomic_file.h"
 #include "graph/error.h"
-#include "stages/io/formats.h"
-#include "stages/io/map_lines.h"
-#include "tests/io/io_test_util.h"
+#include "formats/clouds/formats.h"
+#include "formats/maps/map_lines.h"
+#include "tests/formats/clouds/io_test_util.h"
 #include "tests/train/tiny_dataset.h"
 
 namespace sl {

@@ -9,9 +9,9 @@
 
 #include "data/gen.h"
 #include "graph/atomic_file.h"
-#include "stages/geometry/crop.h"
-#include "stages/io/lines_json.h"
-#include "stages/io/pcd.h"
+#include "geometry/crop.h"
+#include "formats/maps/lines_json.h"
+#include "formats/clouds/pcd.h"
 
 namespace fs = std::filesystem;
 

@@ -14,12 +14,12 @@
 #include "data/gen.h"
 #include "graph/atomic_file.h"
 #include "graph/error.h"
-#include "stages/io/formats.h"
-#include "stages/io/las.h"
-#include "stages/io/mapped_file.h"
-#include "stages/io/map_lines.h"
-#include "stages/io/tile_set.h"
-#include "tests/io/io_test_util.h"
+#include "formats/clouds/formats.h"
+#include "formats/clouds/las.h"
+#include "formats/clouds/mapped_file.h"
+#include "formats/maps/map_lines.h"
+#include "formats/tiles/tile_set.h"
+#include "tests/formats/clouds/io_test_util.h"
 
 namespace sl {
 namespace {

@@ -3,7 +3,7 @@
 // why, in a build without MPI.
 //
 // Equivalence, and what is exact: the global batch of a step holds the same samples in all three
-// configurations (N=2 x B=32, N=1 x B=64, N=1 x B=32 x accumulate 2: stages/io/epoch_order.h), and
+// configurations (N=2 x B=32, N=1 x B=64, N=1 x B=32 x accumulate 2: dataset/epoch_order.h), and
 // its gradient is their mean in all three; the float sums run in another grouping, so the
 // gradients agree to rounding (asserted after one step, on Adam's first moment = 0.1 x gradient).
 // After that, rounding-level differences grow: one flips a max-pool argmax or the sign of a

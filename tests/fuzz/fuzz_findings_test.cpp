@@ -1,6 +1,6 @@
 // Named regression tests for what the fuzz targets found (the inputs themselves are replayed by
 // FuzzRegression from tests/fuzz/<target>/). The lines JSON finding is tested in
-// tests/io/lines_json_test.cpp (LinesJson.ZerosWithLargeExponents...).
+// tests/formats/maps/lines_json_test.cpp (LinesJson.ZerosWithLargeExponents...).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -12,9 +12,9 @@
 #include "kernels/adam.h"
 #include "kernels/checkpoint.h"
 #include "kernels/model.h"
-#include "stages/train/infer.h"
+#include "refine/infer.h"
 #include "stages/train/checkpoints.h"
-#include "tests/io/io_test_util.h"
+#include "tests/formats/clouds/io_test_util.h"
 
 namespace {
 

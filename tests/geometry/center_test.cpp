@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "stages/geometry/center.h"
-#include "stages/geometry/rng.h"
+#include "geometry/center.h"
+#include "geometry/rng.h"
 
 TEST(Center, OriginIsArcLengthCentroidNotVertexMean) {
   // An L: 10 m along x (vertices densely at the start), then a sqrt(8) m segment rising along

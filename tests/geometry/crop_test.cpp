@@ -8,8 +8,8 @@
 #include <tbb/task_arena.h>
 
 #include "graph/error.h"
-#include "stages/geometry/crop.h"
-#include "stages/geometry/rng.h"
+#include "geometry/crop.h"
+#include "geometry/rng.h"
 
 namespace {
 

@@ -1,12 +1,12 @@
 // Write-back geometry: a line's own vertices moved by a refinement known at sample positions
-// along it (stages/geometry/line_offsets.h), on random polylines against values known in closed form.
+// along it (geometry/line_offsets.h), on random polylines against values known in closed form.
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "graph/error.h"
-#include "stages/geometry/line_offsets.h"
-#include "stages/geometry/polyline.h"
+#include "geometry/line_offsets.h"
+#include "geometry/polyline.h"
 
 namespace sl {
 namespace {

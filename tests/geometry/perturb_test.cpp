@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "graph/error.h"
-#include "stages/geometry/perturb.h"
-#include "stages/geometry/polyline.h"
-#include "stages/geometry/rng.h"
+#include "geometry/perturb.h"
+#include "geometry/polyline.h"
+#include "geometry/rng.h"
 
 TEST(Perturb, TargetIsExactlyTrueMinusNoisyAndSeedReproducible) {
   sl::Rng rng(11);

@@ -1,4 +1,4 @@
-// Polylines (stages/geometry/polyline.h): resampling by arc length, splitting into pieces, and
+// Polylines (geometry/polyline.h): resampling by arc length, splitting into pieces, and
 // the line tensor round trip.
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "graph/error.h"
-#include "stages/geometry/polyline.h"
+#include "geometry/polyline.h"
 
 namespace {
 // Arc-length coordinate of a point known to lie on the polyline: nearest segment, projected.

@@ -5,8 +5,8 @@
 #include <set>
 
 #include "graph/error.h"
-#include "stages/geometry/resample.h"
-#include "stages/geometry/rng.h"
+#include "geometry/resample.h"
+#include "geometry/rng.h"
 
 TEST(Resample, WithoutReplacementIsADistinctSubsetAndReproducible) {
   for (uint64_t seed : {1ull, 42ull, 0xdeadbeefull}) {

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "graph/error.h"
-#include "tests/io/io_test_util.h"
+#include "tests/formats/clouds/io_test_util.h"
 
 namespace sl {
 namespace {

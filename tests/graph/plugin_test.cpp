@@ -13,12 +13,12 @@
 #include "graph/plugin.h"
 #include "graph/spec.h"
 #include "kernels/safetensors.h"
-#include "stages/io/lines_json.h"
-#include "stages/io/pcd.h"
+#include "formats/maps/lines_json.h"
+#include "formats/clouds/pcd.h"
 #include "stages/train/checkpoints.h"
 #include "stages/train/eval_step.h"
-#include "stages/train/infer.h"
-#include "tests/io/io_test_util.h"
+#include "refine/infer.h"
+#include "tests/formats/clouds/io_test_util.h"
 #include "tests/train/tiny_dataset.h"
 
 namespace sl {

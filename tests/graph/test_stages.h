@@ -11,7 +11,7 @@
 #include "graph/spec.h"
 #include "graph/stage.h"
 #include "stages/batching/batch.h"
-#include "stages/geometry/rng.h"
+#include "geometry/rng.h"
 
 namespace sl::test {
 

@@ -21,7 +21,7 @@
 #include "report/charts.h"
 #include "report/report.h"
 #include "tests/apps/cli_util.h"
-#include "tests/io/io_test_util.h"
+#include "tests/formats/clouds/io_test_util.h"
 
 namespace sl::report {
 namespace {

@@ -14,7 +14,7 @@
 #include "kernels/model.h"
 #include "kernels/ops.h"
 #include "graph/stage.h"
-#include "stages/io/epoch_order.h"
+#include "dataset/epoch_order.h"
 #include "stages/train/checkpoints.h"
 #include "stages/train/grad_sync.h"
 #include "tests/kernels/test_util.h"

@@ -3,7 +3,7 @@
 // the repository: these tests run where SL_REAL_LANELET2_MAP names a copy (and
 // SL_REAL_LANELET2_COUNTS a count of its elements made by another reader, e.g. Python's ElementTree),
 // and skip, saying so, elsewhere. SL_REAL_LANELET2_OUT (a folder) keeps the written maps for
-// osmium diff and xmllint (tests/io/maps/README.md records such a run).
+// osmium diff and xmllint (tests/formats/maps/fixtures/README.md records such a run).
 //  - the lines per type:subtype, nodes and relations equal the independent count (deleted excluded);
 //  - its GeoJSON export by osmium (SL_REAL_LANELET2_GEOJSON) reads the same lines per category;
 //  - a zero refinement writes the file (and the export) back byte for byte;
@@ -25,10 +25,10 @@
 #include "graph/atomic_file.h"
 #include "graph/engine.h"
 #include "graph/spec.h"
-#include "stages/io/map_lines.h"
+#include "formats/maps/map_lines.h"
 #include "stages/train/checkpoints.h"
-#include "stages/train/refine_map.h"
-#include "tests/io/io_test_util.h"
+#include "refine/refine_map.h"
+#include "tests/formats/clouds/io_test_util.h"
 #include "tests/train/constant_model.h"
 #include "tests/train/tiny_dataset.h"
 

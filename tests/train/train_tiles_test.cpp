@@ -18,9 +18,9 @@
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "kernels/safetensors.h"
-#include "stages/geometry/rng.h"
-#include "stages/io/las.h"
-#include "stages/io/origin.h"
+#include "geometry/rng.h"
+#include "formats/clouds/las.h"
+#include "formats/clouds/origin.h"
 #include "stages/train/checkpoints.h"
 
 namespace sl {

@@ -1,0 +1,262 @@
+#include "formats/maps/projection.h"
+
+#include <proj.h>
+
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "graph/error.h"
+
+namespace sl {
+
+namespace {
+
+std::string fmt(double v, int decimals = 0) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+// The 100 km square's MGRS name (zone, latitude band, column and row letters), for describe():
+// the name Autoware's map_projector_info.yaml gives as mgrs_grid.
+std::string mgrs_square_name(int zone, double lat, double e, double n) {
+  static const char* kBands = "CDEFGHJKLMNPQRSTUVWX";                              // 8 degrees from -80, X 12
+  static const char* kCols[3] = {"STUVWXYZ", "ABCDEFGH", "JKLMNPQR"};               // by zone mod 3
+  static const char* kRows = "ABCDEFGHJKLMNPQRSTUV";                               // cycle every 2000 km
+  int band = std::min(19, std::max(0, int(std::floor((lat + 80) / 8))));
+  int col = int(std::floor(e / 1e5)) - 1;
+  int row = int(std::floor(n / 1e5));
+  if (col < 0 || col > 7 || row < 0) return "";
+  row = ((zone % 2 == 0 ? row + 5 : row) % 20 + 20) % 20;
+  return std::to_string(zone) + kBands[band] + kCols[zone % 3][col] + kRows[row];
+}
+
+}  // namespace
+
+struct Projection::Impl {
+  PJ_CONTEXT* ctx = nullptr;
+  PJ* pj = nullptr;
+  bool lonlat_input = false;  // crs-to-crs objects normalized for visualization take (lon, lat)
+  std::string description;
+  std::mutex mu;
+  ~Impl() {
+    if (pj) proj_destroy(pj);
+    if (ctx) proj_context_destroy(ctx);
+  }
+};
+
+void check_projection_spec(const ProjectionSpec& s, const std::string& where) {
+  static const char* kKinds[] = {"auto", "utm", "mgrs", "transverse_mercator", "crs", "local"};
+  bool known = false;
+  for (const char* k : kKinds) known |= s.kind == k;
+  if (!known)
+    fail(where, "unknown projection \"" + s.kind + "\" (one of auto, utm, mgrs, transverse_mercator, crs, local)");
+  if (s.utm_zone < 0 || s.utm_zone > 60) fail(where, "utm_zone " + std::to_string(s.utm_zone) + " is not in 1..60");
+  if (!s.hemisphere.empty() && s.hemisphere != "north" && s.hemisphere != "south")
+    fail(where, "hemisphere \"" + s.hemisphere + "\" is neither north nor south");
+  if (std::isnan(s.origin_lat) != std::isnan(s.origin_lon)) fail(where, "an origin needs both origin_lat and origin_lon");
+  if (s.has_origin() && (std::fabs(s.origin_lat) > 90 || std::fabs(s.origin_lon) > 180))
+    fail(where, "origin " + fmt(s.origin_lat, 6) + ", " + fmt(s.origin_lon, 6) + " is not a latitude, longitude");
+  if (!std::isnan(s.origin_lat) && !s.has_origin()) fail(where, "the origin is not finite");
+  if (s.kind == "transverse_mercator") {
+    if (!s.has_origin()) fail(where, "projection transverse_mercator needs origin_lat and origin_lon (its central meridian and y = 0)");
+    if (!(s.scale_factor > 0.5 && s.scale_factor < 2)) fail(where, "scale_factor " + fmt(s.scale_factor, 6) + " is not near 1");
+  }
+  if (s.kind == "crs" && s.crs.empty()) fail(where, "projection crs needs a CRS (e.g. \"EPSG:25832\")");
+}
+
+int utm_zone_of(double lat, double lon) {
+  if (!(lat >= -80 && lat <= 84) || !(lon >= -180 && lon <= 180))
+    throw Error("latitude " + fmt(lat, 6) + ", longitude " + fmt(lon, 6) +
+                " is outside the UTM zones (-80..84 degrees of latitude; polar UPS is not supported)");
+  int zone = int(std::floor((lon + 180) / 6)) + 1;
+  if (zone > 60) zone = 60;  // lon = 180 exactly
+  if (lat >= 56 && lat < 64 && lon >= 3 && lon < 12) zone = 32;  // south-west Norway
+  if (lat >= 72) {                                               // Svalbard
+    if (lon >= 0 && lon < 9) zone = 31;
+    else if (lon >= 9 && lon < 21) zone = 33;
+    else if (lon >= 21 && lon < 33) zone = 35;
+    else if (lon >= 33 && lon < 42) zone = 37;
+  }
+  return zone;
+}
+
+namespace {
+
+std::shared_ptr<Projection::Impl> new_impl(const std::string& where) {
+  auto impl = std::make_shared<Projection::Impl>();
+  impl->ctx = proj_context_create();
+  if (!impl->ctx) fail(where, "PROJ could not create a context");
+  proj_log_level(impl->ctx, PJ_LOG_NONE);  // errors are reported through sl::Error, not stderr
+  return impl;
+}
+
+std::string proj_error(PJ_CONTEXT* ctx) {
+  const char* s = proj_context_errno_string(ctx, proj_context_errno(ctx));
+  return s ? s : "unknown PROJ error";
+}
+
+}  // namespace
+
+namespace {
+
+// PROJ objects by their definition, shared (a Projection is safe to share: calls are serialized).
+// Opening a CRS reads PROJ's database (about a millisecond); a map, or a fuzzer, asks for the same
+// few again and again. Failures are kept too (as their reason). Bounded: cleared at 64 entries.
+struct Cached {
+  std::optional<Projection> projection;
+  std::string error;
+};
+template <class Make>
+Projection cached(const std::string& key, const std::string& where, Make make) {
+  static std::mutex mu;
+  static auto* cache = new std::map<std::string, Cached>();  // leaked: used until the very end
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache->find(key);
+    if (it != cache->end()) {
+      if (it->second.projection) return *it->second.projection;
+      fail(where, it->second.error);
+    }
+  }
+  Cached c;
+  try {
+    c.projection = make();
+  } catch (const Error& e) {
+    c.error = e.what();
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache->size() >= 64) cache->clear();
+  cache->emplace(key, c);
+  if (!c.projection) fail(where, c.error);
+  return *c.projection;
+}
+
+}  // namespace
+
+Projection Projection::make(const ProjectionSpec& spec, std::optional<std::array<double, 2>> reference,
+                            const std::string& where) {
+  check_projection_spec(spec, where);
+  if (spec.kind == "auto" || spec.kind == "local") fail(where, "projection \"" + spec.kind + "\" is not a map projection");
+  if (spec.kind == "crs") return of_crs(spec.crs, where);
+  std::optional<std::array<double, 2>> ref = reference;
+  if (spec.has_origin()) ref = std::array<double, 2>{spec.origin_lat, spec.origin_lon};
+
+  // Input (lat, lon) in degrees -> radians -> the projection; PROJ strings of operations need no
+  // database (proj.db), so these kinds work wherever libproj does.
+  std::string def = "+proj=pipeline +step +proj=axisswap +order=2,1 +step +proj=unitconvert +xy_in=deg +xy_out=rad ";
+  std::string description;
+  auto of_def = [&](const std::string& d, const std::string& name) {
+    return cached(d + "|" + name, where, [&] {
+      auto impl = new_impl(where);
+      impl->description = name;
+      impl->pj = proj_create(impl->ctx, d.c_str());
+      if (!impl->pj) throw Error("PROJ: " + proj_error(impl->ctx) + " (" + d + ")");
+      Projection p;
+      p.impl_ = std::move(impl);
+      return p;
+    });
+  };
+  if (spec.kind == "utm" || spec.kind == "mgrs") {
+    int zone = spec.utm_zone;
+    bool south = spec.hemisphere == "south";
+    if (zone == 0 || spec.hemisphere.empty()) {
+      if (!ref) fail(where, "projection " + spec.kind + ": no origin and no lat/lon to choose the UTM zone from");
+      try {
+        if (zone == 0) zone = utm_zone_of((*ref)[0], (*ref)[1]);
+      } catch (const Error& e) {
+        fail(where, e.what());
+      }
+      if (spec.hemisphere.empty()) south = (*ref)[0] < 0;
+    }
+    const std::string name = "UTM zone " + std::to_string(zone) + (south ? "S" : "N") + " (EPSG:" +
+                             std::to_string((south ? 32700 : 32600) + zone) + ")";
+    def += "+step +proj=utm +zone=" + std::to_string(zone) + (south ? " +south" : "") + " +ellps=WGS84";
+    description = name;
+    if (spec.kind == "mgrs") {
+      if (!ref) fail(where, "projection mgrs: no origin and no lat/lon to choose the 100 km square from");
+      // The square of the reference point: one offset for the whole map (see the header).
+      std::array<double, 2> c;
+      try {
+        c = of_def(def, name).forward((*ref)[0], (*ref)[1]);
+      } catch (const Error& e) {
+        fail(where, std::string("the MGRS reference point: ") + e.what());
+      }
+      const double e0 = std::floor(c[0] / 1e5) * 1e5, n0 = std::floor(c[1] / 1e5) * 1e5;
+      def += " +step +proj=affine +xoff=" + fmt(-e0) + " +yoff=" + fmt(-n0);
+      const std::string sq = mgrs_square_name(zone, (*ref)[0], c[0], c[1]);
+      description = "MGRS square " + (sq.empty() ? std::string("?") : sq) + " (" + name + " minus E " + fmt(e0) +
+                    " N " + fmt(n0) + ")";
+    }
+  } else {  // transverse_mercator
+    def += "+step +proj=tmerc +lat_0=" + fmt(spec.origin_lat, 12) + " +lon_0=" + fmt(spec.origin_lon, 12) +
+           " +k_0=" + fmt(spec.scale_factor, 12) + " +x_0=0 +y_0=0 +ellps=WGS84";
+    description = "transverse Mercator at " + fmt(spec.origin_lat, 8) + ", " + fmt(spec.origin_lon, 8) + " (scale " +
+                  fmt(spec.scale_factor, 6) + ", WGS84)";
+  }
+  return of_def(def, description);
+}
+
+
+Projection Projection::of_crs(const std::string& crs, const std::string& where) {
+  return cached("crs " + crs, where, [&] { return of_crs_uncached(crs); });
+}
+
+Projection Projection::of_crs_uncached(const std::string& crs) {
+  auto impl = new_impl("PROJ");
+  PJ* target = proj_create(impl->ctx, crs.c_str());
+  if (!target) throw Error("PROJ does not know the CRS \"" + crs + "\": " + proj_error(impl->ctx));
+  PJ_TYPE type = proj_get_type(target);
+  bool metric = false;
+  if (type == PJ_TYPE_PROJECTED_CRS) {
+    if (PJ* cs = proj_crs_get_coordinate_system(impl->ctx, target)) {
+      double to_metre = 0;
+      if (proj_cs_get_axis_info(impl->ctx, cs, 0, nullptr, nullptr, nullptr, &to_metre, nullptr, nullptr, nullptr))
+        metric = to_metre == 1.0;
+      proj_destroy(cs);
+    }
+  }
+  const char* name = proj_get_name(target);
+  impl->description = std::string(name ? name : crs) + " (" + crs + ")";
+  proj_destroy(target);
+  if (!metric) throw Error("the CRS \"" + crs + "\" is not a projected CRS in metres");
+  PJ* op = proj_create_crs_to_crs(impl->ctx, "EPSG:4326", crs.c_str(), nullptr);
+  if (!op) throw Error("PROJ finds no transformation from WGS84 to \"" + crs + "\": " + proj_error(impl->ctx));
+  impl->pj = proj_normalize_for_visualization(impl->ctx, op);  // (lon, lat) in, (east, north) out
+  proj_destroy(op);
+  if (!impl->pj) throw Error("PROJ: " + proj_error(impl->ctx));
+  impl->lonlat_input = true;
+  Projection p;
+  p.impl_ = std::move(impl);
+  return p;
+}
+
+std::array<double, 2> Projection::forward(double lat, double lon) const {
+  if (!impl_) throw Error("no map projection (the coordinates are local)");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  PJ_COORD c = impl_->lonlat_input ? proj_coord(lon, lat, 0, 0) : proj_coord(lat, lon, 0, 0);
+  proj_errno_reset(impl_->pj);
+  c = proj_trans(impl_->pj, PJ_FWD, c);
+  if (!std::isfinite(c.xy.x) || !std::isfinite(c.xy.y))
+    throw Error("latitude " + fmt(lat, 9) + ", longitude " + fmt(lon, 9) + " does not project to " + impl_->description);
+  return {c.xy.x, c.xy.y};
+}
+
+std::array<double, 2> Projection::inverse(double x, double y) const {
+  if (!impl_) throw Error("no map projection (the coordinates are local)");
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  proj_errno_reset(impl_->pj);
+  PJ_COORD c = proj_trans(impl_->pj, PJ_INV, proj_coord(x, y, 0, 0));
+  if (!std::isfinite(c.v[0]) || !std::isfinite(c.v[1]))
+    throw Error("x " + fmt(x, 4) + ", y " + fmt(y, 4) + " of " + impl_->description + " has no latitude, longitude");
+  return impl_->lonlat_input ? std::array<double, 2>{c.v[1], c.v[0]} : std::array<double, 2>{c.v[0], c.v[1]};
+}
+
+const std::string& Projection::describe() const {
+  static const std::string kNone = "local coordinates (no projection)";
+  return impl_ ? impl_->description : kNone;
+}
+
+}  // namespace sl

@@ -1,0 +1,76 @@
+#include "geometry/line_offsets.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "graph/error.h"
+
+namespace sl {
+
+std::vector<double> arc_lengths(const std::vector<Vec3d>& v) {
+  std::vector<double> s(v.size(), 0.0);
+  for (size_t i = 1; i < v.size(); ++i) {
+    const double dx = v[i][0] - v[i - 1][0], dy = v[i][1] - v[i - 1][1], dz = v[i][2] - v[i - 1][2];
+    s[i] = s[i - 1] + std::sqrt(dx * dx + dy * dy + dz * dz);
+  }
+  return s;
+}
+
+std::vector<std::array<double, 2>> piece_ranges(double length, double max_length) {
+  if (max_length <= 0 || length <= max_length) return {{0.0, length}};
+  // The same arithmetic as split_polyline (geometry/polyline.cpp), so the ends agree.
+  const size_t n = (size_t)std::ceil(length / max_length);
+  std::vector<std::array<double, 2>> out(n);
+  for (size_t k = 0; k < n; ++k) out[k] = {length * (double)k / (double)n, length * (double)(k + 1) / (double)n};
+  return out;
+}
+
+PieceOffsets uniform_piece(double s0, double s1, std::vector<Vec3d> offsets) {
+  const size_t L = offsets.size();
+  if (L < 2) throw Error("a refined piece needs at least 2 offsets, got " + std::to_string(L));
+  if (!(s1 >= s0)) throw Error("a refined piece must end after it starts");
+  PieceOffsets p;
+  p.s.resize(L);
+  for (size_t k = 0; k < L; ++k) p.s[k] = k + 1 == L ? s1 : s0 + (s1 - s0) * (double)k / (double)(L - 1);
+  p.offset = std::move(offsets);
+  return p;
+}
+
+std::vector<Vec3d> vertex_displacements(const std::vector<Vec3d>& vertices, const std::vector<PieceOffsets>& pieces,
+                                        std::vector<int>* covered) {
+  constexpr double kSlack = 1e-6;  // metres
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    const auto& pc = pieces[p];
+    if (pc.s.size() != pc.offset.size() || pc.s.size() < 2)
+      throw Error("refined piece " + std::to_string(p) + ": " + std::to_string(pc.s.size()) + " positions and " +
+                  std::to_string(pc.offset.size()) + " offsets (needs >= 2 of each, as many)");
+    for (size_t k = 0; k < pc.s.size(); ++k)
+      if (!std::isfinite(pc.s[k]) || (k > 0 && pc.s[k] < pc.s[k - 1]))
+        throw Error("refined piece " + std::to_string(p) + ": positions must be finite and non-decreasing");
+  }
+  const std::vector<double> s = arc_lengths(vertices);
+  std::vector<Vec3d> out(vertices.size(), Vec3d{0, 0, 0});
+  std::vector<int> count(vertices.size(), 0);
+  for (const auto& pc : pieces) {
+    const double lo = pc.s.front() - kSlack, hi = pc.s.back() + kSlack;
+    for (size_t i = 0; i < vertices.size(); ++i) {
+      if (s[i] < lo || s[i] > hi) continue;
+      const double v = std::clamp(s[i], pc.s.front(), pc.s.back());
+      // The interval [s[k], s[k+1]] holding v (the last one for v at the end).
+      size_t k = size_t(std::upper_bound(pc.s.begin(), pc.s.end(), v) - pc.s.begin());
+      k = std::clamp<size_t>(k, 1, pc.s.size() - 1) - 1;
+      const double span = pc.s[k + 1] - pc.s[k];
+      const double t = span > 0 ? (v - pc.s[k]) / span : 0.0;
+      for (int c = 0; c < 3; ++c) out[i][c] += pc.offset[k][c] + t * (pc.offset[k + 1][c] - pc.offset[k][c]);
+      count[i]++;
+    }
+  }
+  for (size_t i = 0; i < out.size(); ++i)
+    if (count[i] > 1)
+      for (int c = 0; c < 3; ++c) out[i][c] /= count[i];
+  if (covered) *covered = std::move(count);
+  return out;
+}
+
+}  // namespace sl

@@ -1,0 +1,226 @@
+#include "refine/refine_map.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "graph/error.h"
+#include "graph/spec.h"
+#include "kernels/safetensors.h"
+#include "formats/clouds/origin.h"
+
+namespace sl {
+
+namespace {
+
+double length_of(const std::vector<std::array<float, 3>>& pts) {
+  double s = 0;
+  for (size_t i = 1; i < pts.size(); ++i) {
+    double d = 0;
+    for (int c = 0; c < 3; ++c) d += std::pow(double(pts[i][c]) - double(pts[i - 1][c]), 2);
+    s += std::sqrt(d);
+  }
+  return s;
+}
+
+double norm(const Vec3d& v) { return std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]); }
+
+}  // namespace
+
+std::vector<PieceOffsets> piece_offsets_along(const std::vector<const RefinedPiece*>& pieces, double s0, double s1,
+                                              const std::string& what) {
+  std::vector<PieceOffsets> out;
+  if (pieces.empty()) return out;
+  std::vector<double> cum(pieces.size() + 1, 0.0);
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const RefinedPiece& p = *pieces[k];
+    if (p.piece != int64_t(k) || p.given.empty())
+      throw Error(what + ": the inference pieces are not the line's pieces 0, 1, ... in order (piece " +
+                  std::to_string(p.piece) + " at place " + std::to_string(k) + ")");
+    if (k > 0) {
+      const auto& a = pieces[k - 1]->given.back();
+      const auto& b = p.given.front();
+      const double gap = std::sqrt(std::pow(double(a[0]) - b[0], 2) + std::pow(double(a[1]) - b[1], 2) +
+                                   std::pow(double(a[2]) - b[2], 2));
+      if (gap > 1e-3)
+        throw Error(what + ": piece " + std::to_string(k) + " does not start where piece " + std::to_string(k - 1) +
+                    " ends (" + std::to_string(gap) + " m apart): the write-back needs a pipeline that cuts lines into "
+                    "consecutive pieces (split_lines)");
+    }
+    cum[k + 1] = cum[k] + length_of(p.given);
+  }
+  const double total = cum.back(), span = s1 - s0;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const RefinedPiece& p = *pieces[k];
+    if (p.offset.empty()) continue;  // left as given
+    // The part's ends are exact (s0, s1); inside, each piece takes its share of the part's length.
+    const double a = k == 0 || total <= 0 ? s0 : s0 + span * (cum[k] / total);
+    const double b = k + 1 == pieces.size() ? s1 : total <= 0 ? s0 : s0 + span * (cum[k + 1] / total);
+    out.push_back(uniform_piece(a, std::max(a, b), p.offset));
+  }
+  return out;
+}
+
+void propose_refinement(const VectorMap& map, const std::vector<LinePortion>& parts,
+                        const std::vector<RefinedPiece>& pieces, MapEdit& edit) {
+  // Pieces of each part, in piece order; parts of each map line.
+  std::vector<std::vector<const RefinedPiece*>> of_part(parts.size());
+  for (const auto& p : pieces) {
+    if (p.line < 0 || size_t(p.line) >= parts.size()) throw Error("refine_map: a refined piece of no part");
+    of_part[size_t(p.line)].push_back(&p);
+  }
+  std::map<uint32_t, std::vector<size_t>> parts_of_line;
+  for (size_t i = 0; i < parts.size(); ++i) parts_of_line[parts[i].line].push_back(i);
+  for (const auto& [line, idx] : parts_of_line) {
+    std::vector<PieceOffsets> pcs;
+    for (size_t i : idx) {
+      auto& ps = of_part[i];
+      std::stable_sort(ps.begin(), ps.end(), [](const RefinedPiece* a, const RefinedPiece* b) { return a->piece < b->piece; });
+      for (auto& po : piece_offsets_along(ps, parts[i].s0, parts[i].s1, map.label(line))) pcs.push_back(std::move(po));
+    }
+    if (pcs.empty()) continue;
+    std::vector<int> covered;
+    const std::vector<Vec3d> d = vertex_displacements(map.lines[line].points, pcs, &covered);
+    edit.propose(line, d, &covered);
+  }
+}
+
+std::vector<Vec3d> refine_map(const std::string& checkpoint, const SharedMap& shared, const PointCloud& cloud,
+                              const std::vector<BoxXY>& boxes, const MapRefineOptions& options, MapRefineReport* report) {
+  const VectorMap& map = shared.map;
+  std::vector<BoxXY> grown;
+  for (const auto& b : boxes) grown.push_back(b.grown(options.margin));
+  const std::vector<LinePortion> parts = lines_over(shared, grown, options.categories, options.min_length);
+  LinesFile lf;
+  lf.frame = map.path;
+  lf.origin = cloud.origin;
+  for (const auto& part : parts) lf.lines.push_back(portion_polyline(map, part, cloud.origin));
+  InferReport ir;
+  // Also with no part on the clouds: the checkpoint and its pipeline are checked all the same.
+  const std::vector<RefinedPiece> pieces = refine_pieces(checkpoint, cloud, lf, options.pipeline_json, &ir, options.batch);
+  MapEdit edit(map);
+  propose_refinement(map, parts, pieces, edit);
+  std::vector<Vec3d> d = edit.displacements();
+  if (report) *report = map_refine_report(map, parts, pieces, ir, edit, d, options.categories);
+  return d;
+}
+
+MapRefineReport map_refine_report(const VectorMap& map, const std::vector<LinePortion>& parts,
+                                  const std::vector<RefinedPiece>& pieces, const InferReport& ir, const MapEdit& edit,
+                                  const std::vector<Vec3d>& d, const std::vector<std::string>& categories) {
+  MapRefineReport r;
+  r.parts = int64_t(parts.size());
+  r.pieces = ir.pieces;
+  r.refined_pieces = ir.refined_pieces;
+  for (const auto& v : d) r.moved_vertices += norm(v) > 0;
+  r.shared_with_unrefined = edit.shared_with_unrefined();
+  std::vector<bool> on(map.lines.size(), false);
+  for (const auto& p : parts) on[p.line] = true;
+  // Why a line on the clouds kept every vertex: the notes of its pieces (the first, and how many).
+  std::map<uint32_t, std::vector<std::string>> notes;
+  std::map<std::string, std::set<uint32_t>> counted;  // a node shared by two ways of a category counts once in it
+  for (const auto& p : pieces)
+    if (!p.note.empty()) notes[parts[size_t(p.line)].line].push_back(p.note);
+  for (size_t l = 0; l < map.lines.size(); ++l) {
+    const MapLine& line = map.lines[l];
+    if (!category_matches(line.category, categories)) continue;
+    MapCategoryReport& c = r.categories[line.category];
+    c.lines++;
+    if (!on[l]) continue;
+    c.on_clouds++;
+    bool moved = false;
+    for (uint32_t v : line.vertex) {
+      const bool first = counted[line.category].insert(v).second;
+      const double m = norm(d[v]);
+      moved = moved || m > 0;
+      if (!first) continue;
+      c.vertices++;
+      if (m <= 0) continue;
+      c.moved_vertices++;
+      c.mean_move += m;
+      c.max_move = std::max(c.max_move, m);
+    }
+    c.moved_lines += moved;
+    if (moved) continue;
+    const auto it = notes.find(uint32_t(l));
+    std::string why = "the refinement is zero at its vertices";
+    if (it != notes.end()) {
+      why = it->second.front();
+      if (it->second.size() > 1) why += " (and " + std::to_string(it->second.size() - 1) + " more piece(s) left as given)";
+    }
+    r.left.push_back(map.label(l) + ": " + why);
+  }
+  for (auto& [name, c] : r.categories)
+    if (c.moved_vertices > 0) c.mean_move /= double(c.moved_vertices);
+  return r;
+}
+
+std::vector<std::string> trained_categories(const std::string& checkpoint, const std::string& pipeline_json) {
+  std::string text = pipeline_json, where = "pipeline";
+  const bool recorded = text.empty();
+  if (recorded) {
+    const auto meta = read_safetensors(checkpoint).metadata;
+    const auto it = meta.find("pipeline");
+    if (it == meta.end()) return {};
+    text = it->second;
+    where = checkpoint + ": __metadata__/pipeline";
+  }
+  const PipelineSpec spec = recorded ? parse_recorded_pipeline(text, where) : parse_pipeline(text, where);
+  for (const auto& s : spec.stages) {
+    const StageSchema& schema = *s.schema;
+    // The stage that picks a scene's lines: read_lines_json / read_map_lines (Scene -> Scene) or
+    // a source that makes the scenes from a map (map_tiles).
+    if (schema.infer != InferRole::Data || schema.output != Kind::Scene ||
+        (schema.input != Kind::Scene && schema.input != Kind::None))
+      continue;
+    for (const auto& p : schema.params)
+      if (p.name == "categories" && p.type == ParamType::StringList) return spec.params(s.index).get_strings("categories");
+  }
+  return {};
+}
+
+PointCloud merge_clouds(std::vector<PointCloud> clouds) {
+  if (clouds.empty()) throw Error("merge_clouds: no cloud");
+  PointCloud out = std::move(clouds[0]);
+  for (size_t i = 1; i < clouds.size(); ++i) {
+    PointCloud& c = clouds[i];
+    if (c.origin != out.origin)
+      throw Error("merge_clouds: cloud " + std::to_string(i) + " is in the frame of origin " +
+                  OriginPolicy::at(c.origin).describe() + ", the first in that of " + OriginPolicy::at(out.origin).describe());
+    if (c.columns.size() != out.columns.size()) throw Error("merge_clouds: the clouds have different fields");
+    for (size_t f = 0; f < c.columns.size(); ++f) {
+      out.columns[f].insert(out.columns[f].end(), c.columns[f].begin(), c.columns[f].end());
+      std::vector<float>().swap(c.columns[f]);
+    }
+  }
+  return out;
+}
+
+std::string to_text(const MapRefineReport& r, size_t max_left) {
+  std::string o;
+  char buf[256];
+  size_t w = 8;
+  for (const auto& [name, c] : r.categories) w = std::max(w, name.size());
+  std::snprintf(buf, sizeof buf, "  %-*s %7s %9s %7s %9s %7s %8s %8s\n", int(w), "category", "lines", "on clouds", "moved",
+                "vertices", "moved", "mean m", "max m");
+  o += buf;
+  for (const auto& [name, c] : r.categories) {
+    std::snprintf(buf, sizeof buf, "  %-*s %7lld %9lld %7lld %9lld %7lld %8.4f %8.4f\n", int(w),
+                  name.empty() ? "(none)" : name.c_str(), (long long)c.lines, (long long)c.on_clouds,
+                  (long long)c.moved_lines, (long long)c.vertices, (long long)c.moved_vertices, c.mean_move, c.max_move);
+    o += buf;
+  }
+  std::snprintf(buf, sizeof buf, "  %lld part(s) of lines on the clouds, %lld of %lld piece(s) refined, %lld vertices move",
+                (long long)r.parts, (long long)r.refined_pieces, (long long)r.pieces, (long long)r.moved_vertices);
+  o += buf;
+  if (r.shared_with_unrefined > 0)
+    o += " (" + std::to_string(r.shared_with_unrefined) + " of them shared with lines not refined, which they move too)";
+  o += "\n";
+  if (!r.left.empty()) o += "  left as given: " + std::to_string(r.left.size()) + " line(s) on the clouds\n";
+  for (size_t i = 0; i < r.left.size() && i < max_left; ++i) o += "    " + r.left[i] + "\n";
+  if (r.left.size() > max_left) o += "    ... and " + std::to_string(r.left.size() - max_left) + " more\n";
+  return o;
+}
+
+}  // namespace sl
