@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "graph/comm.h"
-#include "stages/device/device.h"
+#include "device/device.h"
 #include "geometry/crop.h"
 
 #ifdef SL_WITH_CUDA

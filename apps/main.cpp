@@ -35,7 +35,7 @@
 #include "graph/spec.h"
 #include "loader/loader.h"
 #include "report/report.h"
-#include "stages/device/device.h"
+#include "device/device.h"
 #include "formats/clouds/formats.h"
 #include "formats/maps/lines_json.h"
 #include "formats/clouds/pcd.h"
@@ -45,7 +45,7 @@
 #include "refine/refine_map_tiles.h"
 #include "graph/comm.h"
 #include "graph/run_totals.h"
-#include "stages/train/checkpoints.h"
+#include "train/checkpoints.h"
 
 namespace {
 

@@ -5,9 +5,9 @@
 #include "apps/doctor.h"
 #include "graph/atomic_file.h"
 #include "graph/error.h"
-#include "stages/batching/batch.h"
-#include "stages/device/memory_plan.h"
-#include "stages/train/checkpoints.h"
+#include "graph/batch.h"
+#include "device/memory_plan.h"
+#include "train/checkpoints.h"
 
 namespace sl {
 

@@ -7,7 +7,7 @@
 #include "graph/engine.h"
 #include "graph/spec.h"
 #include "report/run_facts.h"
-#include "stages/device/device.h"
+#include "device/device.h"
 
 namespace sl {
 

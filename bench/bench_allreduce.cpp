@@ -1,7 +1,7 @@
 // The cost of data-parallel training per optimizer step, beside the step it serves: under
 // `mpirun -np N bench_allreduce`, each rank times (1) one CPU training step of B samples
 // (forward + backward + Adam, the LineRefiner of the shipped pipeline), (2) the step's exchange
-// as the trainer does it (stages/train/grad_sync.h: the control sum, then the gradient sum over
+// as the trainer does it (train/grad_sync.h: the control sum, then the gradient sum over
 // Comm::sum_identical), and (3) MPI_Allreduce-equivalent bytes moved. Medians over `reps`,
 // rank 0 prints a markdown table. Run alone (one rank) it times the step and says the exchange
 // is free. Each rank uses its share of this machine's cores (cores / ranks here, or [threads]).
@@ -20,7 +20,7 @@
 #include "kernels/adam.h"
 #include "kernels/gemm.h"
 #include "kernels/model.h"
-#include "stages/train/grad_sync.h"
+#include "train/grad_sync.h"
 
 using namespace sl;
 using Clock = std::chrono::steady_clock;

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "stages/device/device.h"
+#include "device/device.h"
 
 #ifdef SL_WITH_CUDA
 #include <algorithm>

@@ -35,10 +35,10 @@
 #include "formats/clouds/ply.h"
 #include "formats/maps/lines_json.h"
 #include "formats/clouds/pcd.h"
-#include "stages/io/samples.h"
+#include "dataset/sample_cache.h"
 #include "formats/tiles/tile_set.h"
 #include "refine/infer.h"
-#include "stages/train/checkpoints.h"
+#include "train/checkpoints.h"
 
 #define SL_FUZZ_CHECK(cond)                                                              \
   do {                                                                                   \

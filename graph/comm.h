@@ -4,7 +4,7 @@
 //
 // Who calls: the collectives are called by the training sink only (a serial stage: one thread
 // at a time, possibly a different TBB thread each time -- MPI_THREAD_SERIALIZED), and every rank
-// calls the same collectives in the same order: the protocol is in stages/train/grad_sync.h.
+// calls the same collectives in the same order: the protocol is in train/grad_sync.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>

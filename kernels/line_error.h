@@ -1,5 +1,5 @@
 // The line error in metres: how far the points of a line are from the true line. The one
-// measure of the evaluation (stages/train/metrics.h) and of the run report's pictures
+// measure of the evaluation (train/metrics.h) and of the run report's pictures
 // (report/eval_examples.h), kept low so that both can use it.
 #pragma once
 #include <cstdint>

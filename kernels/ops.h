@@ -108,7 +108,7 @@ namespace sl {
 //   (PyTorch semantics, kernels/adam.h).
 // fill: p [n] = value.
 // axpby: y [n] = a * x + b * y, each element rounded as (a * x) + (b * y) in float; b == 0
-//   writes a * x whatever y held (gradient accumulation, stages/train/grad_sync.h).
+//   writes a * x whatever y held (gradient accumulation, train/grad_sync.h).
 #define SL_OPS_LOSS(OP, T)                                                                                       \
   OP(FLOAT_DOUBLE, void, mse_loss,                                                                               \
      (const OpContext& c, const LossState<T>& st, const T* pred, const T* target, int64_t n),                    \

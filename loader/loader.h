@@ -33,7 +33,7 @@
 #include "graph/comm.h"
 #include "graph/engine.h"
 #include "graph/spec.h"
-#include "stages/batching/batch.h"
+#include "graph/batch.h"
 
 namespace sl {
 

@@ -14,7 +14,7 @@
 #include "graph/stage.h"
 #include "geometry/polyline.h"
 #include "formats/clouds/origin.h"
-#include "stages/train/checkpoints.h"
+#include "train/checkpoints.h"
 
 namespace sl {
 

@@ -1,4 +1,4 @@
-// NCCL for the GPU gradient all-reduce of a data-parallel run (stages/train/grad_sync.h). The
+// NCCL for the GPU gradient all-reduce of a data-parallel run (train/grad_sync.h). The
 // communicator is bootstrapped over the run's Comm (MPI): rank 0 makes the unique id and
 // broadcasts it, Horovod-style. Built only with SL_WITH_NCCL (CUDA + MPI + NCCL found); without
 // it every call throws sl::Error saying so.

@@ -8,24 +8,9 @@
 #include "graph/stage.h"
 #include "graph/trace.h"
 #include "kernels/backend.h"
-#include "stages/device/copy_engine.h"
+#include "device/copy_engine.h"
 
 namespace sl {
-
-void DeviceBatchHandle::wait_copied(void* stream) const { ring->wait_copied(*batch, stream); }
-void DeviceBatchHandle::release(void* stream) {
-  if (released) return;
-  released = true;
-  ring->release(*batch, stream);
-}
-DeviceBatchHandle::~DeviceBatchHandle() {
-  if (released || !ring || !batch) return;
-  try {
-    ring->release(*batch, ring->copy_stream());  // unread: reusable once its own copy ran
-  } catch (...) {
-    // A destructor must not throw; a CUDA error here resurfaces at the next ring call.
-  }
-}
 
 namespace {
 

@@ -6,26 +6,10 @@
 #pragma once
 #include <memory>
 
-#include "stages/batching/batch.h"
+#include "graph/batch.h"
+#include "device/copy_engine.h"  // DeviceBatchHandle
 
 namespace sl {
-
-class DeviceRing;
-struct DeviceBatch;
-
-// What a device batch carries in Batch::device: the ring slot and the ring itself. The
-// consumer calls release(stream) after enqueueing its last read; a handle dropped unread (a
-// batch after max_steps, a NaN loss, a trainer error) releases its slot when destroyed, so
-// the ring never waits for a slot nobody will give back.
-struct DeviceBatchHandle {
-  std::shared_ptr<DeviceRing> ring;
-  std::shared_ptr<DeviceBatch> batch;
-  bool released = false;
-  void wait_copied(void* stream) const;  // GPU-side wait of `stream` for the slot's copy
-  void release(void* stream);            // after the last read enqueued on `stream`
-  ~DeviceBatchHandle();
-};
-
 
 // The to_device stage; with ring_on_host, a CPU run also goes through a host DeviceRing
 // (tests: the ring's accounting, release on drop and the non-blocking stage without a GPU).

@@ -17,12 +17,12 @@
 #include "graph/stage.h"
 #include "graph/trace.h"
 #include "report/eval_examples.h"
-#include "stages/batching/batch.h"
-#include "stages/train/checkpoints.h"
-#include "stages/train/eval_step.h"
-#include "stages/train/ranks.h"
-#include "stages/train/run_log.h"
-#include "stages/train/step_core.h"
+#include "graph/batch.h"
+#include "train/checkpoints.h"
+#include "train/eval_step.h"
+#include "train/ranks.h"
+#include "train/run_log.h"
+#include "train/step_core.h"
 
 namespace sl {
 

@@ -5,7 +5,7 @@
 
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/batching/batch.h"
+#include "graph/batch.h"
 
 namespace sl {
 namespace {

@@ -22,7 +22,7 @@
 #include "graph/spec.h"
 #include "kernels/safetensors.h"
 #include "report/eval_examples.h"
-#include "stages/train/checkpoints.h"
+#include "train/checkpoints.h"
 #include "formats/clouds/kitti.h"
 #include "formats/maps/lines_json.h"
 #include "formats/clouds/pcd.h"

@@ -13,7 +13,7 @@
 #include "kernels/safetensors.h"
 #include "formats/maps/lines_json.h"
 #include "formats/clouds/pcd.h"
-#include "stages/train/checkpoints.h"
+#include "train/checkpoints.h"
 #include "tests/apps/cli_util.h"
 #include "tests/formats/clouds/io_test_util.h"
 

@@ -1,4 +1,4 @@
-// The GPU memory plan (stages/device/memory_plan.h), computed on the host: sizes from the
+// The GPU memory plan (device/memory_plan.h), computed on the host: sizes from the
 // parameter table and the model's workspace, and the largest batch that fits.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include "graph/error.h"
 #include "kernels/cuda/runtime.h"
 #include "kernels/model.h"
-#include "stages/device/memory_plan.h"
+#include "device/memory_plan.h"
 
 namespace sl {
 namespace {

@@ -1,4 +1,4 @@
-// The DeviceRing on a GPU (stages/device/ring_cuda.cpp): batches copied byte-exact, host slots
+// The DeviceRing on a GPU (device/ring_cuda.cpp): batches copied byte-exact, host slots
 // returned, a dropped handle gives its slot back. Skipped, saying why, without a CUDA device;
 // the ring's accounting without a GPU: ring_test.cpp.
 #include <gtest/gtest.h>
@@ -11,9 +11,9 @@
 
 #include "graph/error.h"
 #include "kernels/model.h"
-#include "stages/batching/batch.h"
-#include "stages/device/copy_engine.h"
-#include "stages/device/device.h"
+#include "graph/batch.h"
+#include "device/copy_engine.h"
+#include "device/device.h"
 #include "stages/device/to_device.h"
 #include "tests/kernels/test_util.h"
 #ifdef SL_WITH_CUDA

@@ -17,9 +17,9 @@
 #include "graph/registry.h"
 #include "graph/spec.h"
 #include "kernels/safetensors.h"
-#include "stages/device/copy_engine.h"
+#include "device/copy_engine.h"
 #include "stages/device/to_device.h"
-#include "stages/train/checkpoints.h"
+#include "train/checkpoints.h"
 #include "tests/kernels/test_util.h"
 #include "tests/train/tiny_dataset.h"
 

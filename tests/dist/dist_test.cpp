@@ -1,5 +1,5 @@
 // Data-parallel training as a user launches it: `mpirun -np 2 streamline run ...` (graph/comm.h,
-// stages/train/grad_sync.h), against one-process runs of the same global batch. Skipped, saying
+// train/grad_sync.h), against one-process runs of the same global batch. Skipped, saying
 // why, in a build without MPI.
 //
 // Equivalence, and what is exact: the global batch of a step holds the same samples in all three
@@ -35,8 +35,8 @@
 #include "graph/atomic_file.h"
 #include "kernels/safetensors.h"
 #include "report/run_facts.h"
-#include "stages/device/device.h"
-#include "stages/train/checkpoints.h"
+#include "device/device.h"
+#include "train/checkpoints.h"
 
 namespace sl {
 namespace {

@@ -13,7 +13,7 @@
 #include "kernels/checkpoint.h"
 #include "kernels/model.h"
 #include "refine/infer.h"
-#include "stages/train/checkpoints.h"
+#include "train/checkpoints.h"
 #include "tests/formats/clouds/io_test_util.h"
 
 namespace {

@@ -10,7 +10,7 @@
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
-#include "stages/batching/batch.h"
+#include "graph/batch.h"
 #include "geometry/rng.h"
 
 namespace sl::test {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "stages/device/device.h"
+#include "device/device.h"
 #ifdef SL_WITH_CUDA
 #include "kernels/cuda/cublas_lazy.h"
 #include "kernels/cuda/cuda_check.h"

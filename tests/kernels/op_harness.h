@@ -32,7 +32,7 @@
 #include "graph/error.h"
 #include "kernels/backend.h"
 #include "kernels/cuda/runtime.h"
-#include "stages/device/device.h"
+#include "device/device.h"
 
 namespace sl::test {
 

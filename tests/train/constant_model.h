@@ -12,7 +12,7 @@
 #include "graph/spec.h"
 #include "kernels/checkpoint.h"
 #include "kernels/model.h"
-#include "stages/train/checkpoints.h"
+#include "train/checkpoints.h"
 
 namespace sl::test {
 

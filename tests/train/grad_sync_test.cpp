@@ -15,8 +15,8 @@
 #include "kernels/ops.h"
 #include "graph/stage.h"
 #include "dataset/epoch_order.h"
-#include "stages/train/checkpoints.h"
-#include "stages/train/grad_sync.h"
+#include "train/checkpoints.h"
+#include "train/grad_sync.h"
 #include "tests/kernels/test_util.h"
 
 namespace sl {

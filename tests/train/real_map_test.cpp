@@ -26,7 +26,7 @@
 #include "graph/engine.h"
 #include "graph/spec.h"
 #include "formats/maps/map_lines.h"
-#include "stages/train/checkpoints.h"
+#include "train/checkpoints.h"
 #include "refine/refine_map.h"
 #include "tests/formats/clouds/io_test_util.h"
 #include "tests/train/constant_model.h"

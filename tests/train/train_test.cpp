@@ -23,9 +23,9 @@
 #include "formats/clouds/pcd.h"
 #include "refine/infer.h"
 #include "tests/train/tiny_dataset.h"
-#include "stages/train/metrics.h"
-#include "stages/train/checkpoints.h"
-#include "stages/train/eval_step.h"
+#include "train/metrics.h"
+#include "train/checkpoints.h"
+#include "train/eval_step.h"
 
 namespace sl {
 namespace {

@@ -21,7 +21,7 @@
 #include "geometry/rng.h"
 #include "formats/clouds/las.h"
 #include "formats/clouds/origin.h"
-#include "stages/train/checkpoints.h"
+#include "train/checkpoints.h"
 
 namespace sl {
 namespace {

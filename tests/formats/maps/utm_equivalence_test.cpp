@@ -14,7 +14,7 @@
 #include "data/gen.h"
 #include "graph/engine.h"
 #include "graph/spec.h"
-#include "stages/io/samples.h"
+#include "dataset/sample_cache.h"
 #include "tests/formats/clouds/io_test_util.h"
 #include "tests/train/tiny_dataset.h"
 

@@ -21,7 +21,7 @@
 #include "graph/spec.h"
 #include "formats/maps/lines_json.h"
 #include "formats/clouds/origin.h"
-#include "stages/io/samples.h"
+#include "dataset/sample_cache.h"
 #include "tests/formats/clouds/io_test_util.h"
 #include "tests/train/tiny_dataset.h"
 

@@ -13,7 +13,7 @@
 #include "graph/stage.h"
 #include "kernels/adam.h"
 #include "kernels/model.h"
-#include "stages/train/ranks.h"
+#include "train/ranks.h"
 
 namespace sl {
 

@@ -1,4 +1,4 @@
-#include "stages/train/checkpoints.h"
+#include "train/checkpoints.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,4 +1,4 @@
-#include "stages/train/grad_sync.h"
+#include "train/grad_sync.h"
 
 #include <chrono>
 

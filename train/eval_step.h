@@ -11,7 +11,7 @@
 #include "graph/stage.h"
 #include "kernels/model.h"
 #include "report/eval_examples.h"
-#include "stages/train/metrics.h"
+#include "train/metrics.h"
 
 namespace sl {
 

@@ -1,4 +1,4 @@
-#include "stages/train/eval_step.h"
+#include "train/eval_step.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -16,9 +16,9 @@
 #include "graph/json_depth.h"
 #include "graph/spec.h"
 #include "kernels/checkpoint.h"
-#include "stages/batching/batch.h"
+#include "graph/batch.h"
 #include "geometry/center.h"
-#include "stages/train/checkpoints.h"
+#include "train/checkpoints.h"
 
 namespace sl {
 

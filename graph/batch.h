@@ -41,7 +41,7 @@ struct BatchTensor {
 };
 
 class SlotPool;
-struct DeviceBatchHandle;  // stages/device/to_device.h
+struct DeviceBatchHandle;  // device/copy_engine.h
 
 struct Batch {
   int64_t size = 0;      // samples in this batch (< capacity only for a last, partial batch)

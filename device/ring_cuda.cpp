@@ -6,7 +6,7 @@
 
 #include "kernels/cuda/nvtx.h"
 #include "kernels/cuda/runtime.h"
-#include "stages/device/copy_engine.h"
+#include "device/copy_engine.h"
 
 namespace sl {
 

@@ -13,8 +13,8 @@
 #include "kernels/adam.h"
 #include "kernels/backend.h"
 #include "kernels/model.h"
-#include "stages/batching/batch.h"
-#include "stages/train/grad_sync.h"
+#include "graph/batch.h"
+#include "train/grad_sync.h"
 
 namespace sl {
 

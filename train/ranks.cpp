@@ -1,4 +1,4 @@
-#include "stages/train/ranks.h"
+#include "train/ranks.h"
 
 #include <algorithm>
 #include <cstdio>

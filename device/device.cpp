@@ -1,4 +1,4 @@
-#include "stages/device/device.h"
+#include "device/device.h"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "stages/batching/pinned_memory.h"
+#include "graph/pinned_memory.h"
 
 #ifdef SL_WITH_CUDA
 #include <cuda_runtime_api.h>

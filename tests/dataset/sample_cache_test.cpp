@@ -16,10 +16,10 @@
 #include "graph/spec.h"
 #include "graph/stage.h"
 #include "kernels/safetensors.h"
-#include "stages/batching/batch.h"
+#include "graph/batch.h"
 #include "formats/maps/lines_json.h"
 #include "formats/clouds/pcd.h"
-#include "stages/io/samples.h"
+#include "dataset/sample_cache.h"
 #include "tests/formats/clouds/io_test_util.h"
 
 namespace sl {

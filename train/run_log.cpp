@@ -1,4 +1,4 @@
-#include "stages/train/run_log.h"
+#include "train/run_log.h"
 
 #include <unistd.h>
 

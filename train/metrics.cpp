@@ -1,4 +1,4 @@
-#include "stages/train/metrics.h"
+#include "train/metrics.h"
 
 #include <cmath>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "stages/device/memory_plan.h"
+#include "device/memory_plan.h"
 
 #include <cstdio>
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "graph/atomic_file.h"
-#include "stages/train/metrics.h"
+#include "train/metrics.h"
 
 namespace sl {
 

@@ -1,4 +1,4 @@
-#include "stages/train/step_core.h"
+#include "train/step_core.h"
 
 #include <cmath>
 #include <cstdio>
@@ -6,9 +6,9 @@
 
 #include "graph/error.h"
 #include "kernels/cuda/runtime.h"
-#include "stages/device/copy_engine.h"
-#include "stages/device/memory_plan.h"
-#include "stages/device/to_device.h"
+#include "device/copy_engine.h"
+#include "device/memory_plan.h"
+#include "device/copy_engine.h"
 
 namespace sl {
 

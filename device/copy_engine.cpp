@@ -1,5 +1,5 @@
 // DeviceRing's slot accounting (backend-neutral) and the host transport.
-#include "stages/device/copy_engine.h"
+#include "device/copy_engine.h"
 
 #include <condition_variable>
 #include <cstdlib>
@@ -245,6 +245,21 @@ void DeviceRing::complete_copies() {
   auto* h = dynamic_cast<HostTransport*>(impl_->t.get());
   if (!h) fail("DeviceRing::complete_copies", "only a host ring's copies can be completed by hand");
   h->complete_all();
+}
+
+void DeviceBatchHandle::wait_copied(void* stream) const { ring->wait_copied(*batch, stream); }
+void DeviceBatchHandle::release(void* stream) {
+  if (released) return;
+  released = true;
+  ring->release(*batch, stream);
+}
+DeviceBatchHandle::~DeviceBatchHandle() {
+  if (released || !ring || !batch) return;
+  try {
+    ring->release(*batch, ring->copy_stream());  // unread: reusable once its own copy ran
+  } catch (...) {
+    // A destructor must not throw; a CUDA error here resurfaces at the next ring call.
+  }
 }
 
 }  // namespace sl

@@ -1,7 +1,7 @@
 // DeviceRing: host-to-device copies of batches that overlap compute, with no host waits in the
 // steady state. The slot accounting (which slot is next, which are being read, which host
 // batches are still being copied from) is backend-neutral and lives here; what moves bytes and
-// tracks completion is a RingTransport: CUDA (a copy stream and events, stages/device/ring_cuda.cpp)
+// tracks completion is a RingTransport: CUDA (a copy stream and events, device/ring_cuda.cpp)
 // or the host (plain memcpy, optionally with completion deferred until the test says so), so
 // every rule below runs in CI without a GPU.
 //
@@ -35,7 +35,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/model.h"
-#include "stages/batching/batch.h"
+#include "graph/batch.h"
 
 namespace sl {
 
@@ -116,8 +116,21 @@ class DeviceRing {
   int slots_ = 0;
 };
 
+// What a device batch carries in Batch::device: the ring slot and the ring itself. The
+// consumer calls release(stream) after enqueueing its last read; a handle dropped unread (a
+// batch after max_steps, a NaN loss, a trainer error) releases its slot when destroyed, so
+// the ring never waits for a slot nobody will give back.
+struct DeviceBatchHandle {
+  std::shared_ptr<DeviceRing> ring;
+  std::shared_ptr<DeviceBatch> batch;
+  bool released = false;
+  void wait_copied(void* stream) const;  // GPU-side wait of `stream` for the slot's copy
+  void release(void* stream);            // after the last read enqueued on `stream`
+  ~DeviceBatchHandle();
+};
+
 std::unique_ptr<RingTransport> make_host_transport(size_t floats, int slots, HostCompletion completion);
-// Defined with CUDA only (stages/device/ring_cuda.cpp).
+// Defined with CUDA only (device/ring_cuda.cpp).
 std::unique_ptr<RingTransport> make_cuda_transport(int device, size_t floats, int slots);
 
 }  // namespace sl
