@@ -49,8 +49,8 @@ void register_group(StageRegistry& r) {
   s.requires_from_param = "around";
   s.produces_keys = {"local", "local_count"};
   s.default_threads = "auto";
-  s.params = {p_pos_int("k", 32, "points per line point (K), nearest first; fewer in the window: padded with the nearest"),
-              p_pos_float("radius", 0.8, "horizontal window radius around each line point, metres (cover the line's error)"),
+  s.params = {p_pos_int("k", 64, "points per line point (K), nearest first; fewer in the window: padded with the nearest"),
+              p_pos_float("radius", 1.0, "horizontal window radius around each line point, metres (cover the line's error)"),
               p_string("around", "noisy_line", "the line whose points are grouped around: noisy_line (what inference has) or line",
                        {"noisy_line", "line"})};
   s.factory = [](const Params& p) { return std::make_unique<Group>(p); };
