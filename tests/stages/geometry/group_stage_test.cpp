@@ -1,6 +1,6 @@
 // group_points as a stage (stages/geometry/group_stage.cpp): its groups are geometry/group.h's,
-// center rotates them into the line's frame as it rotates target_offset, and a pipeline with it
-// gives the same batches at any thread count.
+// center rotates them into the line's frame as it rotates target_offset, a pipeline with it gives
+// the same batches at any thread count, and infer replays it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +17,10 @@
 #include "graph/registry.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
+#include "kernels/checkpoint.h"
+#include "kernels/model.h"
+#include "refine/infer.h"
+#include "stages/train/checkpoints.h"
 #include "loader/loader.h"
 #include "stages/batching/batch.h"
 #include "tests/train/tiny_dataset.h"
@@ -163,6 +167,37 @@ TEST(GroupStage, ABatchWithGroupsIsTheSameAtAnyThreadCount) {
     ASSERT_EQ(one[i].size(), two[i].size());
     EXPECT_EQ(std::memcmp(one[i].data(), two[i].data(), one[i].size() * 4), 0) << "batch " << i;
   }
+}
+
+// infer replays the grouping from a checkpoint's pipeline (it prepares the model's input), and the
+// seeds' model ignores it: the same weights refine a scene's lines to the same floats whether the
+// recorded pipeline groups or not.
+TEST(GroupStage, InferReplaysItAndTheSeedsModelRefinesTheSameWithOrWithoutIt) {
+  const fs::path dir = fs::temp_directory_path() / ("sl_group_infer_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const GenConfig cfg = test::tiny_dataset(21);
+  const SyntheticScene sc = generate_scene(cfg, scene_seed(cfg, 1, 0));
+  LinesFile lines;
+  lines.frame = "scene";
+  lines.lines = sc.lines;
+  const std::vector<std::string> small = {"train.model.encoder=[8,16]", "train.model.line_mlp=[8]",
+                                          "train.model.regressor=[8]", "resample.points=128"};
+  std::vector<std::vector<RefinedPiece>> out;
+  for (const std::string& pipeline : {std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json", kTrainLocal}) {
+    const PipelineSpec spec = load_pipeline(pipeline, small);
+    LineRefiner model(model_config_from(spec.params(spec.stage("train").index).get_object("model")), 3);  // seed 3
+    const std::string ckpt = (dir / (spec.name + ".safetensors")).string();
+    save_checkpoint(ckpt, model, nullptr, {{"pipeline", spec.resolved_json(false)}});
+    out.push_back(refine_pieces(ckpt, sc.cloud, lines, "", nullptr));
+  }
+  fs::remove_all(dir);
+  ASSERT_EQ(out[0].size(), out[1].size());
+  size_t refined = 0;
+  for (size_t i = 0; i < out[0].size(); ++i) {
+    EXPECT_EQ(out[0][i].refined, out[1][i].refined) << "piece " << i;
+    refined += out[0][i].note.empty() && out[0][i].refined != out[0][i].given;
+  }
+  EXPECT_GE(refined, 5u);  // real pieces went through the model (and moved)
 }
 
 }  // namespace
