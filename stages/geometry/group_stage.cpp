@@ -26,7 +26,12 @@ class Group : public Stage {
   void process(Item in, const Position&, Emitter& out, RunContext&) override {
     auto s = std::get<std::shared_ptr<Sample>>(in);
     if (!s->scene || !s->scene->cloud) throw Error(s->describe() + ": group_points needs the cloud the crop came from");
-    Groups g = group_points(*s->scene->cloud, s->indices, s->at(around_), k_, radius_);
+    Groups g;
+    try {
+      g = group_points(*s->scene->cloud, s->indices, s->at(around_), k_, radius_);
+    } catch (const Error& e) {  // name the sample (scene, line, epoch) beside the reason
+      throw Error(s->describe() + ": " + e.what());
+    }
     s->tensors["local"] = std::move(g.local);
     s->tensors["local_count"] = std::move(g.count);
     out.emit(std::move(s));

@@ -128,6 +128,34 @@ TEST(GroupStage, ParamsAreCheckedWithTheirPath) {
   }
 }
 
+// A bad input (here a crop id past the cloud) fails naming the sample and the reason.
+TEST(GroupStage, AnErrorNamesTheSampleAndTheReason) {
+  const PipelineSpec spec = load_pipeline(kTrainLocal);
+  auto group = stage_of(spec, "group");
+  auto cloud = std::make_shared<PointCloud>();
+  cloud->fields = {"x", "y", "z"};
+  cloud->columns.assign(3, std::vector<float>(4, 0.f));
+  auto scene = std::make_shared<Scene>();
+  scene->cloud = cloud;
+  scene->ref.name = "scene_0007";
+  auto s = std::make_shared<Sample>();
+  s->scene = scene;
+  s->line_index = 2;
+  s->tensors["noisy_line"] = Tensor({3, 3});
+  s->indices = {0, 99};
+  const std::string who = s->describe();
+  Collect out;
+  RunContext ctx;
+  try {
+    group->process(s, Position{}, out, ctx);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(who + ": group_points: crop id 99 is out of range for a cloud of 4 points"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // The loader pipeline with the grouping: the same batches, every float, at 1 and 2 threads; the
 // batches carry local [B, L, K, 4] and local_count [B, L] with counts in [0, K].
 TEST(GroupStage, ABatchWithGroupsIsTheSameAtAnyThreadCount) {
