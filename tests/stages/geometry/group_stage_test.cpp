@@ -20,9 +20,9 @@
 #include "kernels/checkpoint.h"
 #include "kernels/model.h"
 #include "refine/infer.h"
-#include "stages/train/checkpoints.h"
+#include "train/checkpoints.h"
 #include "loader/loader.h"
-#include "stages/batching/batch.h"
+#include "graph/batch.h"
 #include "tests/train/tiny_dataset.h"
 
 namespace sl {
