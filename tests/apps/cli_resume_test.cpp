@@ -127,7 +127,7 @@ TEST(CliResume, AMaxStepsRunRerunThreeTimesEndsAtItsStepAndRaisingMaxStepsContin
 
 // What a life of the run is killed after (each with a random part drawn from a seeded RNG).
 enum class Moment {
-  Step,        // the k-th progress line of a step, then 0-20 ms: in a step, its checkpoint or the next
+  Step,        // the k-th progress line of an odd step (no checkpoint follows), then 0-8 ms: in the next step
   Checkpoint,  // the creation of the k-th checkpoint's temporary file, then 0-4 ms: in its write or fsync
   Eval,        // "evaluating on", then 0-20 ms: in the evaluation
   End,         // the final checkpoint of the uninterrupted run on disk, then 0-20 ms: in the final
@@ -146,9 +146,15 @@ const char* moment_name(Moment m) {
 // A life's stderr so far ("" before the child has opened it).
 std::string said_so_far(const std::string& path) { return fs::exists(path) ? read_file(path) : ""; }
 
-size_t count_of(const std::string& text, const std::string& what) {
+// The progress lines ("epoch 1/3  step 5  ...") of odd steps in `text`.
+size_t odd_steps_said(const std::string& text) {
   size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  const std::string mark = "  step ";
+  for (size_t at = text.find(mark); at != std::string::npos; at = text.find(mark, at + 1)) {
+    const size_t end = text.find(' ', at + mark.size());
+    if (end == std::string::npos) break;  // a line still being written
+    n += std::stoll(text.substr(at + mark.size(), end - at - mark.size())) % 2;
+  }
   return n;
 }
 
@@ -163,12 +169,12 @@ TEST(CliResume, SigkillAtRandomMomentsThenResumeAutoEndsOnTheUninterruptedRunsCh
   ASSERT_EQ(run_cli(dir, "gen-data " + q(data) + " --train 1 --val 1").code, 0);
   auto args = [&](const std::string& ckpt) {
     std::vector<std::string> a = {"run", kTrainPipeline, "--threads", "1"};
-    for (const std::string& s :
-         {"scan.root=" + data + "/train", "train.eval.root=" + data + "/val", "train.checkpoint.dir=" + ckpt,
-          std::string("epochs=3"), std::string("train.max_steps=13"), std::string("train.eval.every_epochs=1"), std::string("train.checkpoint.every_steps=2"),
-          std::string("train.log.every_steps=1"), std::string("train.log.progress=lines"),
-          std::string("resample.points=256"), std::string("batch.size=8"), std::string("train.resume=auto")})
-      a.insert(a.end(), {"--set", s});
+    const std::vector<std::string> sets = {
+        "scan.root=" + data + "/train", "train.eval.root=" + data + "/val", "train.checkpoint.dir=" + ckpt,
+        "epochs=3", "train.max_steps=13", "train.eval.every_epochs=1", "train.checkpoint.every_steps=2",
+        "train.log.every_steps=1", "train.log.progress=lines", "resample.points=256", "batch.size=8",
+        "train.resume=auto"};
+    for (const auto& s : sets) a.insert(a.end(), {"--set", s});
     return a;
   };
   const auto t_start = Clock::now();
@@ -184,7 +190,13 @@ TEST(CliResume, SigkillAtRandomMomentsThenResumeAutoEndsOnTheUninterruptedRunsCh
   // The checkpoint folder is watched for the creation of temporary files (inotify: at once, where
   // polling the folder misses a write of a few milliseconds).
   fs::create_directories(run);
-  const int watch = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  struct Fd {
+    int fd;
+    ~Fd() {
+      if (fd >= 0) ::close(fd);
+    }
+  } watching{::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)};
+  const int watch = watching.fd;
   ASSERT_GE(watch, 0);
   ASSERT_GE(::inotify_add_watch(watch, run.c_str(), IN_CREATE), 0);
 
@@ -198,7 +210,7 @@ TEST(CliResume, SigkillAtRandomMomentsThenResumeAutoEndsOnTheUninterruptedRunsCh
   for (size_t life = 0; life < plan.size(); ++life) {
     const Moment m = plan[life];
     const int k = draw(1, 3);
-    const int delay_us = m == Moment::Checkpoint ? draw(0, 4000) : draw(0, 20000);
+    const int delay_us = draw(0, m == Moment::Checkpoint ? 4000 : m == Moment::Step ? 8000 : 20000);
     const std::string err = dir.path("life" + std::to_string(life) + ".err");
     const pid_t pid = test::spawn_cli(args(run), dir.path("life.out"), err);
     ASSERT_GT(pid, 0);
@@ -219,7 +231,7 @@ TEST(CliResume, SigkillAtRandomMomentsThenResumeAutoEndsOnTheUninterruptedRunsCh
       }
       switch (m) {
         case Moment::Checkpoint: fired = temps >= k; break;
-        case Moment::Step: fired = count_of(said_so_far(err), "  step ") >= (size_t)k; break;
+        case Moment::Step: fired = odd_steps_said(said_so_far(err)) >= (size_t)k; break;
         case Moment::Eval: fired = said_so_far(err).find("evaluating on ") != std::string::npos; break;
         case Moment::End: fired = fs::exists(run + "/" + final_name); break;
       }
@@ -239,7 +251,8 @@ TEST(CliResume, SigkillAtRandomMomentsThenResumeAutoEndsOnTheUninterruptedRunsCh
       code = test::wait_cli(pid, &signal);
     }
     const std::string said = read_file(err);
-    ASSERT_TRUE(fired || exited) << "life " << life << " (" << moment_name(m) << ") neither reached its moment nor ended\n" << said;
+    ASSERT_TRUE(fired || exited) << "life " << life << " (" << moment_name(m) << ") neither reached its moment nor ended\n"
+                                 << said;
     // A life ends killed, or on its own with success: never on an error of a resume.
     ASSERT_TRUE(signal == SIGKILL || (signal == 0 && code == 0))
         << "life " << life << " ended with code " << code << ", signal " << signal << "\n" << said;
@@ -258,18 +271,18 @@ TEST(CliResume, SigkillAtRandomMomentsThenResumeAutoEndsOnTheUninterruptedRunsCh
       else ++in_training, where = "in training";
     }
     const size_t resumed = said.find("resumed from ");
+    std::string start = said.find("starting fresh") != std::string::npos ? " (started fresh)" : "";
+    if (resumed != std::string::npos) start = " (" + said.substr(resumed, said.find('\n', resumed) - resumed) + ")";
     account += "  life " + std::to_string(life) + ": " + moment_name(m) + " k=" + std::to_string(k) + " +" +
-               std::to_string(delay_us) + " us: " + where +
-               (resumed == std::string::npos ? std::string(said.find("starting fresh") != std::string::npos ? " (started fresh)" : "")
-                                             : " (" + said.substr(resumed, said.find('\n', resumed) - resumed) + ")") +
-               "\n";
+               std::to_string(delay_us) + " us: " + where + start + "\n";
   }
-  ::close(watch);
   // The last life: resumed, it runs to its end.
   const pid_t p = test::spawn_cli(args(run), dir.path("last.out"), dir.path("last.err"));
   ASSERT_EQ(test::wait_cli(p), 0) << read_file(dir.path("last.err"));
   const double seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
-  std::fprintf(stderr, "%d kills (%d in training, %d in a checkpoint's write, %d in an evaluation, %d after the last checkpoint) in %.1f s:\n%s",
+  std::fprintf(stderr,
+               "%d kills (%d in training, %d in a checkpoint's write, %d in an evaluation, %d after the last "
+               "checkpoint) in %.1f s:\n%s",
                killed, in_training, in_write, in_eval, after_last, seconds, account.c_str());
   // Each kind of moment was hit (the temporary file left proves a write cut short).
   EXPECT_GE(in_training, 1) << account;
