@@ -20,7 +20,7 @@
 
 #include "graph/atomic_file.h"
 #include "kernels/safetensors.h"
-#include "stages/train/checkpoints.h"
+#include "train/checkpoints.h"
 #include "tests/apps/cli_util.h"
 #include "tests/formats/clouds/io_test_util.h"
 
