@@ -273,7 +273,10 @@ class TrainStep : public Stage {
       ctx.add_summary("checkpoint: " + ckpt_.last_saved() + " (step " + std::to_string(step_) + ")");
     if (!rank0_) return;
     const bool reached_max = max_steps_ > 0 && step_ >= max_steps_;
-    if (!eval_root_.empty() && !failed_ && (!ctx.cancelled() || reached_max)) evaluate(ctx, epoch_);
+    // A rerun that trained nothing evaluates only what the run has not evaluated yet (it was killed
+    // in its final evaluation): rerunning a finished run leaves its metrics as they were.
+    const bool evaluated = !resumed_from_.empty() && step_ == first_step_ && log_.evaluated_at(step_);
+    if (!eval_root_.empty() && !failed_ && (!ctx.cancelled() || reached_max) && !evaluated) evaluate(ctx, epoch_);
     if (step_ > 0) log_.report(ckpt_.dir(), true);  // with the last evaluation (streamline run rewrites it with the stage table)
     log_.close();
     ctx.add_summary("metrics: " + metrics_path_);
