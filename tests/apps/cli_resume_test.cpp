@@ -34,6 +34,12 @@ using Clock = std::chrono::steady_clock;
 
 const std::string kTrainPipeline = std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json";
 
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 std::vector<std::string> checkpoint_names(const std::string& dir) {
   std::vector<std::string> names;
   for (const auto& p : list_checkpoints(dir)) names.push_back(fs::path(p).filename().string());
@@ -107,10 +113,14 @@ TEST(CliResume, AMaxStepsRunRerunThreeTimesEndsAtItsStepAndRaisingMaxStepsContin
         << r.out;
     EXPECT_EQ(r.err.find("reached max_steps"), std::string::npos) << r.err;
     EXPECT_EQ(r.out.find("checkpoint: "), std::string::npos) << r.out;
+    EXPECT_EQ(r.err.find("evaluating on "), std::string::npos) << r.err;
     EXPECT_TRUE(read_file(last) == bytes) << "the step 4 checkpoint was rewritten with other bytes";
   }
+  // Nor evaluated the same weights again: the one evaluation of step 4 is the first run's.
   const std::string metrics = read_file(run + "/metrics.jsonl");
   EXPECT_EQ(metrics.find("\"step\":5,"), std::string::npos) << metrics;
+  EXPECT_EQ(count_of(metrics, "{\"type\":\"eval\","), 1u) << metrics;
+  EXPECT_EQ(count_of(metrics, "{\"type\":\"eval\",\"step\":4,"), 1u) << metrics;
 
   // Raised: it continues from step 4 to step 7 and ends as a run of 7 steps from the start does.
   const auto more = run_cli(dir, cmd(run, 7));
@@ -290,6 +300,11 @@ TEST(CliResume, SigkillAtRandomMomentsThenResumeAutoEndsOnTheUninterruptedRunsCh
   EXPECT_GE(in_eval, 1) << account;
   EXPECT_GE(after_last, 1) << account;
   expect_same_checkpoint(latest_checkpoint(run), run, final_ckpt, straight);
+  // The final evaluation is in the metrics once: a life killed in it left none (a line is written
+  // whole or not at all), and the lives after the one that wrote it did not evaluate again.
+  const std::string eval13 = "{\"type\":\"eval\",\"step\":13,";
+  EXPECT_EQ(count_of(read_file(straight + "/metrics.jsonl"), eval13), 1u);
+  EXPECT_EQ(count_of(read_file(run + "/metrics.jsonl"), eval13), 1u) << read_file(run + "/metrics.jsonl");
 }
 
 }  // namespace
