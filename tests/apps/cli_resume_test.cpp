@@ -20,6 +20,7 @@
 
 #include "graph/atomic_file.h"
 #include "kernels/safetensors.h"
+#include "report/report.h"
 #include "train/checkpoints.h"
 #include "tests/apps/cli_util.h"
 #include "tests/formats/clouds/io_test_util.h"
@@ -305,6 +306,22 @@ TEST(CliResume, SigkillAtRandomMomentsThenResumeAutoEndsOnTheUninterruptedRunsCh
   const std::string eval13 = "{\"type\":\"eval\",\"step\":13,";
   EXPECT_EQ(count_of(read_file(straight + "/metrics.jsonl"), eval13), 1u);
   EXPECT_EQ(count_of(read_file(run + "/metrics.jsonl"), eval13), 1u) << read_file(run + "/metrics.jsonl");
+  // The run report's curves are the uninterrupted run's, every logged step's loss and every
+  // evaluation: the lines a life logged past its last checkpoint are superseded by the next
+  // life's (report/report.h), which logs the same numbers.
+  const report::RunData got = report::load_run(run), want = report::load_run(straight);
+  ASSERT_EQ(want.metrics.train.size(), 13u);
+  ASSERT_EQ(got.metrics.train.size(), want.metrics.train.size());
+  for (size_t i = 0; i < want.metrics.train.size(); ++i) {
+    EXPECT_EQ(got.metrics.train[i].step, want.metrics.train[i].step);
+    EXPECT_EQ(got.metrics.train[i].loss, want.metrics.train[i].loss) << "step " << want.metrics.train[i].step;
+  }
+  ASSERT_EQ(want.metrics.eval.size(), 3u);
+  ASSERT_EQ(got.metrics.eval.size(), want.metrics.eval.size());
+  for (size_t i = 0; i < want.metrics.eval.size(); ++i) {
+    EXPECT_EQ(got.metrics.eval[i].step, want.metrics.eval[i].step);
+    EXPECT_EQ(got.metrics.eval[i].err_after_m, want.metrics.eval[i].err_after_m) << "step " << want.metrics.eval[i].step;
+  }
 }
 
 }  // namespace
