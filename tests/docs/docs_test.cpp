@@ -7,8 +7,9 @@
 // `examples/` and `build/` (the binary's folder) beside it; a block tagged `text expect` right
 // after it lists lines its output must contain ("..." lines skipped); a `json pipeline` block is
 // checked with `streamline validate` there. A shell block that does not run is tagged `sh norun`;
-// an untagged shell block is an error, so none is forgotten. DocsLinks.* follows every relative
-// link and #anchor (GitHub's heading slugs) of the same pages, and every source path in a code span.
+// an untagged shell block is an error, so none is forgotten. A block tagged `from=PATH` quotes
+// that source file: its lines are the file's, in order. DocsLinks.* follows every relative link
+// and #anchor (GitHub's heading slugs) of the same pages, and every source path in a code span.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -309,6 +310,56 @@ TEST(DocsLinks, EverySourcePathInACodeSpanOfTheReadmeAndDocsExists) {
       EXPECT_TRUE(fs::exists(fs::path(SL_SOURCE_DIR) / p.target)) << page << ":" << p.line << ": " << p.target << ": no such file";
     }
   EXPECT_GT(checked, 30u);
+}
+
+// The value of a block's `from=PATH` tag, or "".
+std::string quoted_file(const Block& b) {
+  for (const auto& w : b.info)
+    if (w.rfind("from=", 0) == 0) return w.substr(5);
+  return "";
+}
+
+// The first line of `quote` (1-based) that is not a line of `file` after the lines matched before it
+// (both trimmed, blank lines of the quote skipped); 0 when every line is there in order.
+int first_line_not_quoted(const std::string& quote, const std::string& file) {
+  const auto have = lines_of(file);
+  size_t at = 0;
+  int n = 0;
+  for (const auto& q : lines_of(quote)) {
+    ++n;
+    const std::string t = trim(q);
+    if (t.empty()) continue;
+    while (at < have.size() && trim(have[at]) != t) ++at;
+    if (at == have.size()) return n;
+    ++at;
+  }
+  return 0;
+}
+
+TEST(DocsMarkdown, AQuoteIsTheFilesLinesInOrderWithItsIndentAndBlankLinesFree) {
+  const std::string file = "int f() {\n  return 1;\n}\n\nint g() { return 2; }\n";
+  EXPECT_EQ(first_line_not_quoted("int f() {\nreturn 1;\n\n}\n", file), 0);
+  EXPECT_EQ(first_line_not_quoted("int f() {\n  return 2;\n}\n", file), 2);
+  EXPECT_EQ(first_line_not_quoted("int g() { return 2; }\nint f() {\n", file), 2) << "out of order";
+}
+
+TEST(DocsBlocks, EveryQuoteOfASourceFileIsItsCurrentText) {
+  size_t quotes = 0;
+  for (const auto& page : doc_pages())
+    for (const Block& b : fenced_blocks(slurp(fs::path(SL_SOURCE_DIR) / page))) {
+      const std::string from = quoted_file(b);
+      if (from.empty()) continue;
+      ++quotes;
+      const fs::path file = fs::path(SL_SOURCE_DIR) / from;
+      if (!fs::exists(file)) {
+        ADD_FAILURE() << page << ":" << b.line << ": from=" << from << ": no such file";
+        continue;
+      }
+      const int n = first_line_not_quoted(b.text, slurp(file));
+      EXPECT_EQ(n, 0) << page << ":" << b.line + n << ": not in " << from << " (after the lines above it): "
+                      << (n > 0 ? lines_of(b.text)[size_t(n - 1)] : "");
+    }
+  EXPECT_GE(quotes, 3u);
 }
 
 TEST(DocsBlocks, EveryShellBlockSaysWhetherItRunsAndEveryExpectFollowsARunBlock) {
