@@ -1,4 +1,4 @@
-// Top-down pictures of a scene, for eyeballing generated data and for the README.
+// Top-down pictures of a scene, for eyeballing generated data and for the docs.
 #pragma once
 #include <cstdint>
 #include <string>

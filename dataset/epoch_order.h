@@ -6,7 +6,7 @@
 // ranks are items [k * world, (k + 1) * world) of the one-process order. A batch of B on each of
 // N ranks therefore holds exactly the samples a one-process batch of N * B holds when each item
 // is one sample (read_samples); with scenes of several samples it holds the same scenes whenever
-// every scene gives the same number of samples, a divisor of B (README "Training on many
+// every scene gives the same number of samples, a divisor of B (docs/training.md "Training on many
 // processes").
 #pragma once
 #include <cstdint>

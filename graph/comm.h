@@ -1,4 +1,4 @@
-// The ranks of a data-parallel run and the few collectives training needs (README "Training on
+// The ranks of a data-parallel run and the few collectives training needs (docs/training.md "Training on
 // many processes"). One process is a world of one: every call is a copy or nothing. Under `mpirun -np N`
 // a build with MPI (SL_MPI) gives a world of N over MPI_COMM_WORLD.
 //

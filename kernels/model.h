@@ -1,4 +1,4 @@
-// LineRefiner: point-wise Conv1d (kernel 1) network (the README's "The model").
+// LineRefiner: point-wise Conv1d (kernel 1) network (docs/training.md, "The model").
 //   context [B,P,in] -> encoder.{0,2,4} (ReLU) -> max over P -> global [B,G]
 //   noisy_line [B,L,3] -> line_mlp.{0,2} (ReLU) -> feat [B,L,F]
 //   [global, feat] [B,L,G+F] -> regressor.{0,2} (ReLU) -> regressor.4 -> pred_offset [B,L,3]

@@ -15,7 +15,7 @@ namespace sl {
 struct CloudFormat {
   std::string name;       // what pipelines and the CLI call it: "pcd", "bin", "nuscenes", "ply"
   std::string extension;  // ".pcd", ".bin", ".pcd.bin", ".ply": the longest matching one wins
-  std::string doc;        // one line, for --help and the README
+  std::string doc;        // one line, for --help and docs/data.md
   // Columns x, y, z, intensity: x, y, z local, world - the origin opt.origin gives (recorded in
   // cloud.origin; formats/clouds/origin.h); points with a non-finite x, y or z dropped (and counted
   // in info->dropped) when opt.drop_nan; info->float32_extent set for coordinates stored as

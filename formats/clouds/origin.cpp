@@ -204,7 +204,7 @@ ParamSpec origin_param() {
   return p_floats_or_choice("origin", {"auto"}, 3,
                             "world point subtracted (in double) from every coordinate: [x, y, z], or auto (a LAS "
                             "file's offset when its points lie within 2048 m of it, else the points' minimum "
-                            "rounded down to 100 m; see README: Coordinates)");
+                            "rounded down to 100 m; see docs/data.md, Coordinates)");
 }
 
 OriginPolicy origin_of(const Params& p, const std::string& key) {

@@ -11,7 +11,7 @@
 //   portion_polyline(map, p, origin)  such a part as a Polyline in a cloud's local frame (id = the map
 //                                     line's index, the identity results are written back with)
 //
-// The rule "a line lies on a cloud" (documented for the user in the README, read_map_lines): the
+// The rule "a line lies on a cloud" (documented for the user in docs/data.md, read_map_lines): the
 // parts of the line whose xy lies inside the cloud's xy bounding box grown by `margin` metres. A line
 // that leaves the box is cut at the box's edge (the cut point interpolated on the segment), so a long
 // map line over a small tile does not become many pieces without points; a line that leaves and comes

@@ -1,5 +1,5 @@
 // read_lines_json: adds the scene's annotated polylines from <stem>.json (Scene -> Scene; the
-// format is in formats/maps/lines_json.h and the README), keeping the categories asked for. The
+// format is in formats/maps/lines_json.h and docs/data.md), keeping the categories asked for. The
 // file holds world coordinates: they are shifted by the scene cloud's origin in double
 // (formats/clouds/origin.h), so the lines and the points share one local frame.
 #include "graph/error.h"
@@ -32,7 +32,7 @@ void register_read_lines_json(StageRegistry& r) {
   StageSchema s;
   s.type = "read_lines_json";
   s.group = "io";
-  s.doc = "adds the scene's annotated polylines from <stem>.json (see README: lines format)";
+  s.doc = "adds the scene's annotated polylines from <stem>.json (see docs/data.md, Formats: lines JSON)";
   s.input = s.output = Kind::Scene;
   s.default_threads = "auto";
   s.default_policy = ErrorPolicy::Skip;

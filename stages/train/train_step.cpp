@@ -391,7 +391,7 @@ void register_train_stages(StageRegistry& r) {
   s.output = Kind::None;
   s.serial_only = true;
   s.params = {
-      p_object("model", model_param_specs(), "network widths; tensors are named as in PyTorch's state_dict (README, The model)"),
+      p_object("model", model_param_specs(), "network widths; tensors are named as in PyTorch's state_dict (docs/training.md, The model)"),
       p_object("optimizer",
                {p_string("type", "adam", "optimizer", {"adam"}), p_pos_float("lr", 1e-3, "learning rate"),
                 p_float("beta1", 0.9, "Adam beta1", 0, 1), p_float("beta2", 0.999, "Adam beta2", 0, 1),
