@@ -413,7 +413,7 @@ void register_train_stages(StageRegistry& r) {
                "evaluation on a held-out split, prepared by this same pipeline"),
       p_nullable_string("init", "start from these weights (safetensors, e.g. exported from PyTorch); Adam starts fresh"),
       p_nullable_string("resume", "continue a run from this checkpoint (\"auto\": the latest in checkpoint.dir)"),
-      p_int("max_steps", 0, "stop after N steps in total, checkpointing like an interruption (0: no limit)", 0),
+      p_int("max_steps", 0, "stop after N steps in total, checkpointing like an interruption; a run resumed at or past N trains nothing (0: no limit)", 0),
       p_string("precision", "fp32",
                "GPU GEMM precision: fp32, tf32 or bf16 inputs with fp32 accumulation; weights, loss and Adam stay fp32 "
                "(the CPU backend is always fp32)",
