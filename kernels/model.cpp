@@ -93,7 +93,7 @@ size_t num_model_params(const ModelConfig& cfg) {
 
 size_t batch_input_floats(const ModelConfig& cfg, int B, int P, int L) {
   return size_t(B) * P * cfg.in_channels + size_t(B) * L * cfg.line_channels + size_t(B) * L * cfg.out_channels +
-         size_t(B) * L * cfg.local_k * cfg.in_channels * cfg.has_local();
+         (cfg.has_local() ? size_t(B) * L * cfg.local_k * cfg.in_channels : 0);
 }
 
 // ---- the workspace ------------------------------------------------------------------------------
