@@ -59,9 +59,6 @@ void StepCore::prepare(const Batch& first, bool quiet) {
 }
 
 StepCore::Inputs StepCore::read(const Batch& b) {
-  if (cfg_.has_local() && b.device)
-    throw Error("train_step: model.type line_refiner_local on a device ring: the ring does not carry the batch's "
-                "`local` tensor yet (the CPU backend trains this model)");
   if (b.device) {
     // A batch in a ring slot: copied into the model's fixed inputs on the model's own stream and
     // this thread (nothing is enqueued on a stream another thread could be capturing; the wait
@@ -69,10 +66,16 @@ StepCore::Inputs StepCore::read(const Batch& b) {
     DeviceBatchHandle& h = *b.device;
     const DeviceBatch& d = *h.batch;
     void* st = model_->context().stream;
+    if (cfg_.has_local() && d.K != cfg_.local_k)
+      throw Error("train_step: model.type line_refiner_local reads `local` [B, L, K=" + std::to_string(cfg_.local_k) +
+                  ", 4]; the batches carry " +
+                  (d.K > 0 ? "K=" + std::to_string(d.K) + " (model.local.k must be the grouping stage's K)"
+                           : std::string("none")));
     h.wait_copied(st);
-    model_->load_inputs(d.context, d.noisy_line, d.target_offset, d.B);
+    model_->load_inputs(d.context, d.noisy_line, d.target_offset, d.B, d.local);
     h.release(st);
-    return {model_->input_context(), model_->input_noisy(), model_->input_target(), nullptr, d.B, true};
+    return {model_->input_context(), model_->input_noisy(), model_->input_target(),
+            cfg_.has_local() ? model_->input_local() : nullptr, d.B, true};
   }
   if (backend_.is_cuda()) throw Error("train_step on a GPU needs batches from a to_device stage (none before it?)");
   return {b.host("context"), b.host("noisy_line"), b.host("target_offset"), cfg_.has_local() ? local_of(b) : nullptr,

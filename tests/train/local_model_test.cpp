@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "device/copy_engine.h"
 #include "graph/batch.h"
 #include "graph/error.h"
 #include "graph/spec.h"
@@ -111,6 +112,57 @@ TEST(TrainStepCore, LocalModelStepsOnTheBatchsLocalTensorLikeTheModelItself) {
   }
   const Batch other_k = host_batch(B, P, L, K + 1, true, 3);
   EXPECT_THROW(core.train(other_k, nullptr), Error);
+}
+
+// The ring path (a GPU's, here the host ring the tests use): to_device's ring carries `local`
+// when the batches do, the trainer loads it into the model's fixed inputs and steps on them.
+TEST(TrainStepCore, LocalModelStepsOnTheRingsLocalLikeTheModelItself) {
+  ModelConfig cfg;
+  cfg.encoder = {8, 16};
+  cfg.line_mlp = {8};
+  cfg.regressor = {16};
+  cfg.local = {8, 12}, cfg.local_k = 5;
+  const int B = 3, P = 20, L = 6, K = 5;
+  ModelConfig carry;  // what to_device gives the ring: K from the batch's `local`
+  carry.local_k = K;
+  auto ring = DeviceRing::create(Backend::cpu(), 2, B, P, L, carry);
+  auto through_ring = [&](const Batch& host) {
+    auto b = std::make_shared<Batch>(host);
+    auto d = std::make_shared<DeviceBatch>(ring->submit(b));
+    EXPECT_EQ(d->K, K);
+    EXPECT_EQ(std::memcmp(d->local, host.host("local"), size_t(B) * L * K * 4 * sizeof(float)), 0);
+    Batch out = host;
+    out.device = std::make_shared<DeviceBatchHandle>();
+    out.device->ring = ring;
+    out.device->batch = d;
+    return out;
+  };
+  StepCore core(cfg, AdamConfig{}, Backend::cpu(), Precision::FP32, 7);
+  LineRefiner direct(cfg, 7);
+  Adam adam(direct.num_params());
+  direct.prepare(B, P, L);
+  for (int s = 0; s < 2; ++s) {
+    const Batch host = host_batch(B, P, L, K, true, 10 + s);
+    const Batch b = through_ring(host);
+    if (s == 0) core.prepare(b, true);
+    EXPECT_TRUE(core.train(b, nullptr));
+    direct.step(host.host("context"), host.host("noisy_line"), host.host("target_offset"), B, P, L, adam,
+                host.host("local"));
+  }
+  EXPECT_EQ(std::memcmp(core.model()->param_data(), direct.param_data(), direct.num_params() * 4), 0);
+  // a ring without `local` (batches of the seeds' pipeline): refused, saying what is missing
+  auto bare = DeviceRing::create(Backend::cpu(), 2, B, P, L, ModelConfig{});
+  const Batch host = host_batch(B, P, L, K, false, 20);
+  Batch b = host;
+  b.device = std::make_shared<DeviceBatchHandle>();
+  b.device->ring = bare;
+  b.device->batch = std::make_shared<DeviceBatch>(bare->submit(std::make_shared<Batch>(host)));
+  try {
+    core.train(b, nullptr);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("`local`"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
