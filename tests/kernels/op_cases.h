@@ -551,7 +551,13 @@ inline Cases perf_cases() {
   add(v, LinearReluMaxForward(B, P, 128, 512, false), CompactArgmaxRows(B, P, 512), GatherRows(NP / 6, NP, 128),
       LinearReluMaxBackward(B, P, 128, 512));
   add(v, GlobalLineForward(B, L, 512, 128, 256, true), GlobalLineBackward(B, L, 512, 128, 256, true));
-  // the local branch's window (C = 128, W = 1) and the regressor's first layer reading it
+  // the local branch (line_refiner_local: K = 32 points per line point, 64-128, W = 1): its layers
+  // over the B*L groups, its window, and the regressor's first layer reading it
+  const int K = 32;
+  const int64_t NLK = NL * K;
+  add(v, LinearForward(NLK, 4, 64, true), LinearReluMaxForward(int(NL), K, 64, 128, false),
+      CompactArgmaxRows(int(NL), K, 128), GatherRows(NLK, NLK, 64), LinearReluMaxBackward(int(NL), K, 64, 128),
+      LinearBackward(NLK, 4, 64, true, false));
   add(v, LineWindowForward(B, L, 128, 128, 1), LineWindowBackward(B, L, 128, 128, 1),
       GlobalLineForward(B, L, 512, 512, 256, true), GlobalLineBackward(B, L, 512, 512, 256, true));
   add(v, MseLoss(NL * 3), MseBackward(NL * 3, 1), AdamStep(280643, 1, 0.f), Fill(280643, 0.f),
