@@ -4,6 +4,9 @@
 //          split_lines -> perturb_line -> crop_polyline -> resample -> center -> batch -> null_batch_sink,
 //          at 1 thread and at all cores, scene cache off (read.cache_mb=0: every epoch decodes
 //          every file, as the baselines do) and on (only the first epoch decodes);
+//   ours + group_points   pipelines/preprocess_bench_local.json: the same plus the grouping of the
+//          full-resolution crop around each noisy line point (local [L,K,4]), in the same reps,
+//          so the grouping's cost reads as a ratio of samples/s (--no-group: left out);
 //   PCL    per scene loadPCDFile<PointXYZI>, then per line piece (split_polyline, <= 10 m) a
 //          CropBox (the piece's xy bounding box grown by the 2 m radius, z unbounded) and a
 //          RandomSample to 1024 points; single thread, no center/perturb/batching: LESS work
@@ -19,7 +22,7 @@
 // Then a large tile (make_tile below): decode bandwidth beside memcpy's, and the peak RSS of
 // preprocessing it in a child process beside the size of the decoded cloud.
 //
-// usage: bench_preprocess_pcl [DATA_ROOT] [--reps N] [--epochs E] [--no-numpy] [--no-tile | --only-tile]
+// usage: bench_preprocess_pcl [DATA_ROOT] [--reps N] [--epochs E] [--no-numpy] [--no-group] [--no-tile | --only-tile]
 //                             [--tile-reps N]  (the tile section's reps; default min(--reps, 3))
 //        (DATA_ROOT default: /tmp/sl_bench_preprocess, generated with the default GenConfig
 //        when it has no train/ folder)
@@ -80,6 +83,7 @@ struct OursConfig {
   std::string name;
   int threads;
   bool cache;
+  bool group = false;  // preprocess_bench_local.json: the same plus group_points (the local branch's input)
 };
 
 int64_t sink_samples(const sl::RunResult& r) {
@@ -349,12 +353,13 @@ int main(int argc, char** argv) {
   if (argc == 4 && std::string(argv[1]) == "--tile-child") return tile_child(argv[2], std::atoi(argv[3]));
   std::string root = "/tmp/sl_bench_preprocess";
   int reps = 5, epochs = 2, tile_reps = 0;
-  bool numpy = true, tile = true, only_tile = false;
+  bool numpy = true, tile = true, only_tile = false, group = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--epochs" && i + 1 < argc) epochs = std::max(1, std::atoi(argv[++i]));
     else if (a == "--no-numpy") numpy = false;
+    else if (a == "--no-group") group = false;
     else if (a == "--no-tile") tile = false;
     else if (a == "--only-tile") only_tile = true;
     else if (a == "--tile-reps" && i + 1 < argc) tile_reps = std::max(1, std::atoi(argv[++i]));
@@ -379,10 +384,15 @@ int main(int argc, char** argv) {
   const int cores = (int)std::max(1u, std::thread::hardware_concurrency());
   std::vector<OursConfig> ours = {{"streamline, cache off", 1, false}, {"streamline, cache off", cores, false},
                                   {"streamline, cache on", 1, true},   {"streamline, cache on", cores, true}};
-  const std::string pipeline = SL_SOURCE_DIR "/pipelines/preprocess_bench.json";
+  if (group)
+    for (bool cache : {false, true}) {
+      ours.push_back({"streamline + group_points, cache " + std::string(cache ? "on" : "off"), 1, cache, true});
+      ours.push_back({"streamline + group_points, cache " + std::string(cache ? "on" : "off"), cores, cache, true});
+    }
   std::vector<sl::PipelineSpec> specs;
   for (const auto& c : ours)
-    specs.push_back(sl::load_pipeline(pipeline, {"scan.root=" + root + "/train", "epochs=" + std::to_string(epochs),
+    specs.push_back(sl::load_pipeline(c.group ? SL_SOURCE_DIR "/pipelines/preprocess_bench_local.json"
+                                              : SL_SOURCE_DIR "/pipelines/preprocess_bench.json", {"scan.root=" + root + "/train", "epochs=" + std::to_string(epochs),
                                                  std::string("read.cache_mb=") + (c.cache ? "1024" : "0")}));
 
   std::printf("Preprocess-only, %zu scenes of %s, %d epochs per measurement, median of %d reps, %d cores\n\n",
@@ -427,12 +437,13 @@ int main(int argc, char** argv) {
   const double pcl_rate = (double)n_pcl / median(t_pcl);
   std::printf("| pipeline | threads | samples | median s | samples/s | samples/s per thread | per-core vs PCL | scaling |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
-  std::map<bool, double> one_thread;
+  std::map<std::pair<bool, bool>, double> one_thread;  // (group, cache) -> 1-thread samples/s
   for (size_t k = 0; k < ours.size(); ++k) {
     const double t = median(t_ours[k]), rate = (double)n_ours[k] / t;
-    if (ours[k].threads == 1) one_thread[ours[k].cache] = rate;
+    const std::pair<bool, bool> key{ours[k].group, ours[k].cache};
+    if (ours[k].threads == 1) one_thread[key] = rate;
     char scaling[32] = "1.00";
-    if (ours[k].threads != 1) std::snprintf(scaling, sizeof scaling, "%.2f", rate / one_thread[ours[k].cache]);
+    if (ours[k].threads != 1) std::snprintf(scaling, sizeof scaling, "%.2f", rate / one_thread[key]);
     std::printf("| %s | %d | %lld | %.3f | %.0f | %.0f | %.2fx | %s |\n", ours[k].name.c_str(), ours[k].threads,
                 (long long)n_ours[k], t, rate, rate / ours[k].threads, rate / ours[k].threads / pcl_rate, scaling);
   }
@@ -458,6 +469,19 @@ int main(int argc, char** argv) {
     std::printf("\nPer-rep ratios of 1 thread, cache off: vs PCL %s", range(vs_pcl).c_str());
     if (!vs_np.empty()) std::printf("; vs NumPy %s", range(vs_np).c_str());
     std::printf("\n");
+    // The grouping's cost: samples/s with group_points over without, each rep's pair (same
+    // threads, same cache) ran back to back.
+    for (size_t g = 0; g < ours.size(); ++g) {
+      if (!ours[g].group) continue;
+      for (size_t b = 0; b < ours.size(); ++b) {
+        if (ours[b].group || ours[b].threads != ours[g].threads || ours[b].cache != ours[g].cache) continue;
+        std::vector<double> kept;
+        for (int r = 0; r < reps; ++r)
+          kept.push_back(((double)n_ours[g] / t_ours[g][(size_t)r]) / ((double)n_ours[b] / t_ours[b][(size_t)r]));
+        std::printf("With group_points / without, %d thread%s, cache %s: samples/s kept %s\n", ours[g].threads,
+                    ours[g].threads == 1 ? "" : "s", ours[g].cache ? "on" : "off", range(kept).c_str());
+      }
+    }
   }
   std::printf("\nStage table of the last 1-thread, cache-off run:\n\n%s\n", report_1t.c_str());
   if (tile) tile_section(argv[0], root, tile_reps, cores);

@@ -130,6 +130,16 @@ void RunLog::report(const std::string& run_dir, bool force) {
   report_cost_ns_ = report_done_ns_ - t0;
 }
 
+bool RunLog::evaluated_at(int64_t step) const {
+  if (!metrics_.is_open()) return false;
+  try {
+    return read_file(metrics_.path()).find("{\"type\":\"eval\",\"step\":" + std::to_string(step) + ",") !=
+           std::string::npos;
+  } catch (const Error&) {
+    return false;  // unreadable (not a regular file, e.g. /dev/null): evaluate
+  }
+}
+
 void RunLog::sync() {
   if (metrics_.is_open()) metrics_.sync();
 }

@@ -55,6 +55,9 @@ class RunLog {
   void report(const std::string& run_dir, bool force);
 
   bool logs_at(int64_t step) const { return step % log_every_ == 0; }
+  // Whether the metrics file already holds an evaluation of `step` (a rerun of a finished run, or
+  // one killed after its final evaluation, need not evaluate the same weights again).
+  bool evaluated_at(int64_t step) const;
   const std::string& metrics_path() const { return metrics_.path(); }
   void sync();              // the lines so far on the disk (before the report reads them)
   void end_progress_line();  // a live progress line gets its newline

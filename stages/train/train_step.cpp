@@ -124,6 +124,13 @@ class TrainStep : public Stage {
     pos_ = s.ranks[(size_t)ctx.rank()];
     first_step_ = step_;  // a resumed run counts its speed and ETA from here
     t_last_batch_ = now_ns();
+    // A checkpoint that has reached max_steps (a finished run rerun, or one killed after its last
+    // checkpoint) trains nothing: stopped before the source emits anything, on every rank alike
+    // (the step was broadcast). A run that has also completed its epochs is said so by finish_run.
+    if (max_steps_ > 0 && step_ >= max_steps_ && ctx.start.epoch < ctx.epochs) {
+      stopped_ = at_max_from_start_ = true;
+      ctx.cancel->store(true);
+    }
     if (!rank0_) return;  // rank 0 alone writes checkpoints, metrics, reports and evaluates
     std::error_code ec;
     fs::create_directories(ckpt_.dir(), ec);
@@ -205,6 +212,7 @@ class TrainStep : public Stage {
         throw;
       }
     }
+    unsaved_ = true;
     if (ckpt_every_ > 0 && step_ % ckpt_every_ == 0) save(ctx);
     if (max_steps_ > 0 && step_ >= max_steps_) stop(ctx, "reached max_steps " + std::to_string(max_steps_));
   }
@@ -228,6 +236,7 @@ class TrainStep : public Stage {
     // Every batch of the epoch has been trained (markers arrive in order): a resume from here
     // starts the next epoch; the partial batch dropped by drop_last is not owed.
     pos_ = RankPosition{Position{m.pos.epoch + 1, 0}, 0};
+    unsaved_ = true;  // a resume from the last checkpoint (if it was this epoch's last step) would see this end again
     log_.epoch_end(step_);
     const int64_t finished = m.pos.epoch;
     // Each rank counted its own share of the epoch: every rank joins the sum (collective), rank 0 writes it.
@@ -250,17 +259,24 @@ class TrainStep : public Stage {
                        core_->gradient_seconds(), (double)core_->exchanges()},
                       accumulate_);
     // A finished run resumed again trains nothing: say so instead of a silent exit 0.
-    if (!resumed_from_.empty() && step_ == first_step_ && !failed_ && !ctx.cancelled())
-      ctx.add_summary("resume: nothing left to train: " + resumed_from_ + " (step " + std::to_string(step_) +
-                      ") already completed this run's " + std::to_string(ctx.epochs) +
-                      " epoch(s); raise \"epochs\" to train further");
-    if (step_ > 0 && !failed_) {
-      save(ctx);
+    if (!resumed_from_.empty() && step_ == first_step_ && !failed_ && (at_max_from_start_ || !ctx.cancelled()))
+      ctx.add_summary("resume: nothing left to train: " + resumed_from_ + " (step " + std::to_string(step_) + ") " +
+                      (at_max_from_start_ ? "already reached this run's max_steps " + std::to_string(max_steps_) +
+                                                "; raise \"" + id + ".max_steps\" to train further"
+                                          : "already completed this run's " + std::to_string(ctx.epochs) +
+                                                " epoch(s); raise \"epochs\" to train further"));
+    // The final checkpoint, unless the last one written (or resumed from) holds this very state: a
+    // rerun that trained nothing, or a stop right after a periodic checkpoint, writes none. Every
+    // rank decides alike (steps and epoch ends are shared), as the save is collective.
+    if (step_ > 0 && !failed_ && unsaved_) save(ctx);
+    if (step_ > 0 && !failed_ && !ckpt_.last_saved().empty())
       ctx.add_summary("checkpoint: " + ckpt_.last_saved() + " (step " + std::to_string(step_) + ")");
-    }
     if (!rank0_) return;
     const bool reached_max = max_steps_ > 0 && step_ >= max_steps_;
-    if (!eval_root_.empty() && !failed_ && (!ctx.cancelled() || reached_max)) evaluate(ctx, epoch_);
+    // A rerun that trained nothing evaluates only what the run has not evaluated yet (it was killed
+    // in its final evaluation): rerunning a finished run leaves its metrics as they were.
+    const bool evaluated = !resumed_from_.empty() && step_ == first_step_ && log_.evaluated_at(step_);
+    if (!eval_root_.empty() && !failed_ && (!ctx.cancelled() || reached_max) && !evaluated) evaluate(ctx, epoch_);
     if (step_ > 0) log_.report(ckpt_.dir(), true);  // with the last evaluation (streamline run rewrites it with the stage table)
     log_.close();
     ctx.add_summary("metrics: " + metrics_path_);
@@ -313,6 +329,7 @@ class TrainStep : public Stage {
       failed_ = stopped_ = true;
       throw;
     }
+    unsaved_ = false;
     if (rank0_) log_.report(ckpt_.dir(), false);
   }
 
@@ -356,6 +373,8 @@ class TrainStep : public Stage {
   Comm* comm_ = nullptr;
   // ---- the run -------------------------------------------------------------------------------
   bool rank0_ = true, stopped_ = false, failed_ = false;
+  bool at_max_from_start_ = false;  // resumed at or past max_steps: nothing trained
+  bool unsaved_ = false;            // steps or an epoch end since the last checkpoint (or the resumed one)
   int64_t step_ = 0, first_step_ = 0, epoch_ = 0, samples_ = 0;
   RankPosition pos_;  // where this rank's data stands after the last step
   Place window_;      // synced steps: where it stands after the window's last micro-batch

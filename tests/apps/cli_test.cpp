@@ -537,9 +537,11 @@ TEST(Cli, InferInUtmWritesWorldCoordinatesEqualToTheLocalRunPlusTheShift) {
   EXPECT_NE(text.find(", 54000"), std::string::npos) << text.substr(0, 200);
 }
 
-// README "Your own data": its commands as written there (gen-data in UTM as LAS, inspect the
-// cloud and the lines, train, infer), training cut to one epoch of a small model for time.
-TEST(Cli, ReadmeYourOwnDataCommandsRun) {
+// LAS scenes in UTM (gen-data --offset), inspected, trained on and refined: inspect reports world
+// coordinates around a local origin, the run's evaluation examples and infer's lines come back in
+// UTM on the annotated lines. One epoch of a small model. (The commands as docs/data.md shows them
+// run in DocsCommands.*.)
+TEST(Cli, LasInUtmTrainsInLocalFramesAndWritesWorldCoordinates) {
   test::TempDir dir;
   const std::string utm = dir.path("utm"), runs = dir.path("runs_utm"), refined = dir.path("refined.json");
   auto g = run_cli(dir, "gen-data " + q(utm) + " --format las --offset 500000,5400000,0 --train 8 --val 2");

@@ -183,7 +183,7 @@ TEST(CliUntrusted, ValidateAcceptsEveryShippedPipelineAndNamesTheLoaderPipelines
         << ran.err;
   }
   EXPECT_GE(n, 7);
-  EXPECT_EQ(loaders, 1);  // pipelines/line_refine_data.json
+  EXPECT_EQ(loaders, 2);  // pipelines/line_refine_data.json, line_refine_local_data.json
   // The plugin example validates with its plugin loaded.
   const std::string example = std::string(SL_SOURCE_DIR) + "/examples/plugin/pipeline.json";
   auto r = run_cli(dir, "validate " + q(example) + " --plugin " + q(std::string(SL_TEST_PLUGIN_DIR) + "/libsl_test_plugin.so"));

@@ -349,6 +349,38 @@ TEST_F(Dist, ResumingWithAnotherRankCountWorksAtAnEpochBoundaryAndIsRefusedInsid
   EXPECT_GT(std::stoll(last.metadata.at("step")), std::stoll(read_safetensors(first).metadata.at("step")));
 }
 
+// A finished 2-rank run rerun (the same command, resume=auto) trains nothing and writes nothing, at
+// either end: max_steps (every rank stops before its source emits) and epochs; raising max_steps
+// continues with the ranks' exchange as ever.
+TEST_F(Dist, AFinishedRunRerunOnTwoRanksTrainsNothingAtMaxStepsOrEpochs) {
+  const std::string c = sub("max_steps"), e = sub("epochs");
+  const std::string x = "--set train.checkpoint.every_steps=2 --set train.resume=auto";
+  ASSERT_EQ(sh(c, train(2, 32, x + " --set train.max_steps=3")).code, 0);
+  const std::string at3 = c + "/run/" + checkpoint_name(3), bytes = read_file(at3);
+  Ran r = sh(c, train(2, 32, x + " --set train.max_steps=3"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("resume: nothing left to train: run/" + checkpoint_name(3) +
+                       " (step 3) already reached this run's max_steps 3; raise \"train.max_steps\" to train further"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("0 exchanges"), std::string::npos) << r.out;
+  EXPECT_EQ(latest_checkpoint(c + "/run"), at3);
+  EXPECT_TRUE(read_file(at3) == bytes) << "the step 3 checkpoint was rewritten";
+  Ran more = sh(c, train(2, 32, x + " --set train.max_steps=4"));
+  ASSERT_EQ(more.code, 0) << more.err;
+  EXPECT_EQ(read_safetensors(latest_checkpoint(c + "/run")).metadata.at("step"), "4");
+
+  ASSERT_EQ(sh(e, train(2, 32, x + " --set epochs=1")).code, 0);
+  const std::string end = latest_checkpoint(e + "/run"), end_bytes = read_file(end);
+  Ran again = sh(e, train(2, 32, x + " --set epochs=1"));
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("resume: nothing left to train: run/" + fs::path(end).filename().string()), std::string::npos)
+      << again.out;
+  EXPECT_NE(again.out.find("already completed this run's 1 epoch(s)"), std::string::npos) << again.out;
+  EXPECT_EQ(latest_checkpoint(e + "/run"), end);
+  EXPECT_TRUE(read_file(end) == end_bytes) << "the final checkpoint was rewritten";
+}
+
 // The scene source deals whole scenes: on 2 ranks an epoch trains exactly the samples one
 // process trains (every scene read by exactly one rank), and the final positions say so.
 TEST_F(Dist, ScenesAreDealtSoEachIsReadByExactlyOneRank) {

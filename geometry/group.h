@@ -1,0 +1,43 @@
+// Grouping the full-resolution crop around each noisy line point: the input of the network's
+// local branch (stages/geometry/group_stage.cpp makes the sample's "local" and "local_count").
+//
+// Window: the points whose horizontal (x, y) distance to the line point is <= radius -- a
+// vertical cylinder, as the crop's corridor. Horizontal because the error to undo is lateral,
+// and a line's z is the least trusted coordinate (a map drawn in 2D, a curb's step): a 3-D
+// ball around a line point off in z would cut the road surface to a smaller disc or miss it;
+// the crop's z band (z_min / z_max) is what bounds z.
+// Order: nearest first by squared xy distance (float, as computed below), ties by ascending
+// cloud point id, so the group depends on the cloud, the crop's set of ids and the line only
+// (not on the crop's order, the grid's cell size or threads).
+// Rows: x, y, z offsets from the line point (point - line point) and intensity (0 when the
+// cloud has none). Padding, when fewer than K points lie in the window: copies of the nearest
+// point, so that a max over K (the local branch's pool) equals the max over the real points
+// and the group stays a sample of real evidence; a window with no point at all is K rows of
+// (0, 0, 0, 0) -- the line point itself with no intensity -- and count 0 says it is empty.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "graph/message.h"
+
+namespace sl {
+
+struct Groups {
+  Tensor local;  // [L, K, 4]
+  Tensor count;  // [L]: real rows of each group (0..K); the rest is padding
+};
+
+// The grouped crop: for each row of line ([L, 3]), the up to k nearest points of
+// cloud[crop[j]] within radius (see the top of this file). A grid over the crop (cell: half
+// the radius), built per call; a window's cells are visited near ones first, and a cell that
+// cannot hold a point nearer than the K-th kept is skipped. Throws sl::Error when the cloud lacks x, y or z, a crop id is out of
+// range, line is not [L, 3], k < 1, or radius is not a positive finite number.
+Groups group_points(const PointCloud& cloud, const std::vector<uint32_t>& crop, const Tensor& line, int k,
+                    float radius);
+
+// The same groups by brute force (every crop point against every line point, then a sort): the
+// reference group_points is tested against, element for element.
+Groups group_points_reference(const PointCloud& cloud, const std::vector<uint32_t>& crop, const Tensor& line, int k,
+                              float radius);
+
+}  // namespace sl
