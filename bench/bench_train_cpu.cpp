@@ -1,7 +1,7 @@
 // CPU training throughput of LineRefiner (train-only: data already in memory), vs the GEMM floor;
 // then the same model with the local branch (line_refiner_local: 64-128 over K points per line
 // point, W = 1). Prints markdown tables.
-// Usage: bench_train_cpu [steps=10] [B=64] [P=1024] [L=32] [K=32]
+// Usage: bench_train_cpu [steps=10] [B=64] [P=1024] [L=32] [K=64]
 #include <tbb/global_control.h>
 
 #include <algorithm>
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   ensure_blas_env(argc, argv);
   const int steps = argc > 1 ? std::atoi(argv[1]) : 10;
   const int B = argc > 2 ? std::atoi(argv[2]) : 64, P = argc > 3 ? std::atoi(argv[3]) : 1024,
-            L = argc > 4 ? std::atoi(argv[4]) : 32, K = argc > 5 ? std::atoi(argv[5]) : 32;
+            L = argc > 4 ? std::atoi(argv[4]) : 32, K = argc > 5 ? std::atoi(argv[5]) : 64;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> ctx(size_t(B) * P * 4), line(size_t(B) * L * 3), tgt(size_t(B) * L * 3);

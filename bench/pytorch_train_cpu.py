@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The LineRefiner in PyTorch (line_refiner.py), trained on the CPU: prints samples/s.
-With "local": LineRefinerLocal (local 64-128, W = 1) on local [B, L, K=32, 4].
+With "local": LineRefinerLocal (local 64-128, W = 1) on local [B, L, K=64, 4].
 Usage: /usr/bin/python3 bench/pytorch_train_cpu.py [steps=10] [threads=2] [seeds|local]"""
 import statistics
 import sys
@@ -19,7 +19,7 @@ def main():
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     B, P, L = 64, 1024, 32
-    K = 32
+    K = 64  # group_points' default k
     model = LineRefinerLocal() if local else LineRefiner()
     assert sum(p.numel() for p in model.parameters()) == (387587 if local else 280643)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -37,7 +37,7 @@ def main():
         if s >= 3:
             times.append(time.perf_counter() - t)
     step = statistics.median(times)
-    print(f"PyTorch {torch.__version__} CPU, {'line_refiner_local (K=32)' if local else 'line_refiner'}, {threads} threads: step {step * 1e3:.1f} ms, "
+    print(f"PyTorch {torch.__version__} CPU, {'line_refiner_local (K=64)' if local else 'line_refiner'}, {threads} threads: step {step * 1e3:.1f} ms, "
           f"{B / step:.1f} samples/s (median of {steps})")
 
 

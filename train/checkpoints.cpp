@@ -234,7 +234,7 @@ std::vector<ParamSpec> model_param_specs() {
                    {"line_refiner", "line_refiner_local"}),
           p_object("local",
                    {p_ints("widths", {64, 128}, "local branch widths (point-wise Conv1d + ReLU over the K points, then a max over K)", 1),
-                    p_pos_int("k", 32, "points per line point in the batch's `local` tensor (the grouping stage's K)"),
+                    p_pos_int("k", 64, "points per line point in the batch's `local` tensor: group_points' k (64 by default)"),
                     p_int("window", 1, "line points on each side whose local features a line point reads (0: its own only)", 0)},
                    "line_refiner_local only: the local branch")};
 }

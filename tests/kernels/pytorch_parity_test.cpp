@@ -2,7 +2,7 @@
 // prediction and every gradient vs PyTorch's LineRefiner in float64 (tests/kernels/pytorch_parity.py,
 // Debian's python3-torch; skipped, saying so, without it), the max over points taken at our
 // argmax and the near-ties where float64 would pick another point counted; the same for the model
-// with the default local branch (K = 32 points per line point).
+// with the default local branch (K = 64 points per line point).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -19,9 +19,9 @@
 namespace sl {
 namespace {
 
-// local: the model with the default local branch (64-128, K = 32, W = 1), local [B,L,K,4] random.
+// local: the model with the default local branch (64-128, K = 64 as group_points makes by default, W = 1), local [B,L,K,4] random.
 void expect_parity_at_default_size(bool local) {
-  const int B = 64, P = 1024, L = 32, K = 32;
+  const int B = 64, P = 1024, L = 32, K = 64;
   ModelConfig cfg;
   if (local) cfg.local = {64, 128}, cfg.local_k = K, cfg.local_window = 1;
   LineRefiner m(cfg, 42);

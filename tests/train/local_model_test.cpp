@@ -7,7 +7,11 @@
 #include <string>
 #include <vector>
 
+#include <filesystem>
+
+#include "data/gen.h"
 #include "device/copy_engine.h"
+#include "graph/engine.h"
 #include "graph/batch.h"
 #include "graph/error.h"
 #include "graph/spec.h"
@@ -16,6 +20,7 @@
 #include "kernels/model.h"
 #include "tests/formats/clouds/io_test_util.h"
 #include "tests/kernels/test_util.h"
+#include "tests/train/tiny_dataset.h"
 #include "train/checkpoints.h"
 #include "train/step_core.h"
 
@@ -163,6 +168,36 @@ TEST(TrainStepCore, LocalModelStepsOnTheRingsLocalLikeTheModelItself) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("`local`"), std::string::npos) << e.what();
   }
+}
+
+// End to end: the shipped local-data pipeline (group_points makes `local` [L, K, 4]) trains
+// line_refiner_local on the CPU, with the model's default K being group_points' default k, and
+// its evaluation reads `local` too; the checkpoint loads back as the same model.
+TEST(TrainModelType, LocalPipelineTrainsLineRefinerLocalEndToEnd) {
+  test::TempDir dir;
+  generate_dataset(dir.path("data"), test::tiny_dataset(11));
+  const std::string pipeline = std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train_local.json";
+  const std::vector<std::string> sets = {
+      "device=cpu", "scan.root=" + dir.path("data/train"), "train.eval.root=" + dir.path("data/val"),
+      "train.eval.every_epochs=1", "train.checkpoint.dir=" + dir.path("run"), "train.checkpoint.every_steps=0",
+      "train.log.progress=lines", "train.model.type=line_refiner_local", "train.model.encoder=[16,32]",
+      "train.model.line_mlp=[16]", "train.model.regressor=[16]", "train.model.local.widths=[8,16]",
+      "resample.points=64", "batch.size=4", "epochs=1"};
+  const PipelineSpec spec = load_pipeline(pipeline, sets);
+  EXPECT_EQ(config_of(spec).local_k, spec.params(spec.stage("group").index).get_int("k"));
+  RunOptions opt;
+  opt.quiet = true;
+  opt.threads = 2;
+  const RunResult r = run_pipeline(spec, opt);
+  ASSERT_TRUE(r.ok) << r.error;
+  std::string last;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path("run")))
+    if (e.path().extension() == ".safetensors") last = e.path().string();
+  ASSERT_FALSE(last.empty());
+  const ModelConfig back = config_from_checkpoint(last);
+  EXPECT_EQ(back.local, (std::vector<int>{8, 16}));
+  LineRefiner m(back);
+  load_checkpoint(last, m, nullptr, nullptr);
 }
 
 }  // namespace
