@@ -1,5 +1,7 @@
-// CPU training throughput of LineRefiner (train-only: data already in memory), vs the GEMM floor.
-// Prints a markdown table. Usage: bench_train_cpu [steps=10] [B=64] [P=1024] [L=32]
+// CPU training throughput of LineRefiner (train-only: data already in memory), vs the GEMM floor;
+// then the same model with the local branch (line_refiner_local: 64-128 over K points per line
+// point, W = 1). Prints markdown tables.
+// Usage: bench_train_cpu [steps=10] [B=64] [P=1024] [L=32] [K=64]
 #include <tbb/global_control.h>
 
 #include <algorithm>
@@ -38,7 +40,7 @@ int main(int argc, char** argv) {
   ensure_blas_env(argc, argv);
   const int steps = argc > 1 ? std::atoi(argv[1]) : 10;
   const int B = argc > 2 ? std::atoi(argv[2]) : 64, P = argc > 3 ? std::atoi(argv[3]) : 1024,
-            L = argc > 4 ? std::atoi(argv[4]) : 32;
+            L = argc > 4 ? std::atoi(argv[4]) : 32, K = argc > 5 ? std::atoi(argv[5]) : 64;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> ctx(size_t(B) * P * 4), line(size_t(B) * L * 3), tgt(size_t(B) * L * 3);
@@ -103,6 +105,28 @@ int main(int argc, char** argv) {
     const double gflops = 2.0 * NP * 512 * 128 / median(ts) / 1e9;
     std::printf("| %d | %.1f | %.1f | %.1f | %.0f%% | %.1f | %lld of %lld |\n", threads, step * 1e3,
                 B / step, floor * 1e3, 100 * floor / step, gflops, (long long)U, (long long)NP);
+  }
+  // The local branch: the same step with local [B, L, K, 4] (what the grouping stage produces).
+  std::vector<float> loc(size_t(B) * L * K * 4);
+  for (auto& x : loc) x = u(rng);
+  ModelConfig lcfg;
+  lcfg.local = {64, 128}, lcfg.local_k = K, lcfg.local_window = 1;
+  std::printf("\nline_refiner_local (local 64-128, K=%d, W=1; %zu parameters)\n\n", K, num_model_params(lcfg));
+  std::printf("| threads | step ms (median) | samples/s |\n|---|---|---|\n");
+  for (int threads : {1, 2}) {
+    tbb::global_control gc(tbb::global_control::max_allowed_parallelism, threads);
+    LineRefiner model(lcfg);
+    Adam adam(model.num_params());
+    std::vector<double> t;
+    for (int s = 0; s < steps + 3; ++s) {
+      const double dt = seconds([&] {
+        model.forward_backward(ctx.data(), line.data(), tgt.data(), B, P, L, loc.data());
+        adam.step(model.param_data(), model.grad_data());
+      });
+      if (s >= 3) t.push_back(dt);
+    }
+    const double step = median(t);
+    std::printf("| %d | %.1f | %.1f |\n", threads, step * 1e3, B / step);
   }
   return 0;
 }

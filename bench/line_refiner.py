@@ -1,7 +1,8 @@
 """The LineRefiner in PyTorch: the one definition every PyTorch script here uses (baselines,
 examples/pytorch_train.py, the parity and checkpoint tests). Its state_dict names and shapes are
 streamline's checkpoint tensors (README "The model"), so a streamline checkpoint loads with
-load_state_dict(strict=True). read_safetensors reads such a file with NumPy alone."""
+load_state_dict(strict=True); LineRefinerLocal is the model with a local branch
+("line_refiner_local"). read_safetensors reads such a file with NumPy alone."""
 import json
 import struct
 
@@ -32,6 +33,49 @@ class LineRefiner(nn.Module):
         f = self.line_mlp(noisy_line.transpose(1, 2))  # [B,128,L]
         x = torch.cat([g.unsqueeze(2).expand(-1, -1, f.shape[2]), f], dim=1)
         return self.regressor(x).transpose(1, 2)
+
+
+class LineRefinerLocal(LineRefiner):
+    """The seeds' model plus a local branch (streamline's "line_refiner_local"): the K points
+    grouped around each noisy line point, local [B,L,K,4], through a shared point-wise MLP
+    (local.0, local.2, ReLU) and a max over K -> [B,L,C]; each line point's regressor row reads
+    [global, line feature, local[l-W], ..., local[l+W]] (zeros beyond the line's ends), so
+    regressor.0 is a kernel-(2W+1) convolution along the line over the local features.
+    state_dict: the seeds' names in their order (regressor.0 wider), then local.*."""
+
+    def __init__(self, local=(64, 128), window=1):
+        super().__init__()
+        self.window = window
+        c = local[-1]
+        # Reassigning `regressor` keeps its place in the state_dict; `local` comes after it.
+        self.regressor = nn.Sequential(nn.Conv1d(640 + (2 * window + 1) * c, 256, 1), nn.ReLU(),
+                                       nn.Conv1d(256, 128, 1), nn.ReLU(), nn.Conv1d(128, 3, 1))
+        layers, prev = [], 4
+        for w in local:
+            layers += [nn.Conv1d(prev, w, 1), nn.ReLU()]
+            prev = w
+        self.local = nn.Sequential(*layers)
+
+    def encode_local(self, local, argmax=None):  # [B,L,K,4] -> [B,L,C]
+        """The max over each line point's K points, or, given argmax [B,L,C] (int64), the value
+        at those points."""
+        B, L, K, D = local.shape
+        e = self.local(local.reshape(B * L, K, D).transpose(1, 2))  # [B*L,C,K]
+        if argmax is None:
+            v = e.max(dim=2).values
+        else:
+            v = e.gather(2, argmax.reshape(B * L, -1).unsqueeze(2)).squeeze(2)
+        return v.reshape(B, L, -1)
+
+    def forward(self, context, noisy_line, local, argmax=None, local_argmax=None):
+        g = self.encode(context, argmax)
+        f = self.line_mlp(noisy_line.transpose(1, 2))  # [B,128,L]
+        L = f.shape[2]
+        x = self.encode_local(local, local_argmax).transpose(1, 2)  # [B,C,L]
+        padded = nn.functional.pad(x, (self.window, self.window))
+        near = [padded[:, :, j:j + L] for j in range(2 * self.window + 1)]  # slot j: local[l-W+j]
+        cat = torch.cat([g.unsqueeze(2).expand(-1, -1, L), f] + near, dim=1)
+        return self.regressor(cat).transpose(1, 2)
 
 
 DTYPES = {"F32": np.float32, "F64": np.float64, "I32": np.int32, "I64": np.int64}

@@ -3,6 +3,7 @@
 
 #include <condition_variable>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -56,7 +57,7 @@ struct DeviceRing::Impl {
     std::shared_ptr<const Batch> held;  // until its copy has landed
   };
   std::unique_ptr<RingTransport> t;
-  int capacity = 0, P = 0, L = 0, cin = 0, cline = 0, cout = 0;
+  int capacity = 0, P = 0, L = 0, K = 0, cin = 0, cline = 0, cout = 0;
   size_t slot_floats = 0;
   std::vector<Slot> ring;
   int next = 0;
@@ -91,6 +92,7 @@ struct DeviceRing::Impl {
     d.context = t->memory() + slot_floats * size_t(k);
     d.noisy_line = d.context + size_t(capacity) * P * cin;
     d.target_offset = d.noisy_line + size_t(capacity) * L * cline;
+    if (K > 0) d.local = d.target_offset + size_t(capacity) * L * cout, d.K = K;
     d.epoch = b.epoch, d.index = b.index;
     auto put = [&](float* dst, const char* name) {
       const BatchTensor& bt = b.tensor(name);
@@ -99,6 +101,7 @@ struct DeviceRing::Impl {
     put(d.context, "context");
     put(d.noisy_line, "noisy_line");
     put(d.target_offset, "target_offset");
+    if (K > 0) put(d.local, "local");
     t->mark_copied(k);
     s.held = std::move(batch);
     s.in_use = true;
@@ -117,7 +120,9 @@ std::shared_ptr<DeviceRing> DeviceRing::create(const Backend& backend, int slots
                                                const ModelConfig& cfg, HostCompletion host) {
   if (slots <= 0 || capacity <= 0 || P <= 0 || L <= 0) fail("DeviceRing", "slots, capacity, P and L must be positive");
   const size_t floats = size_t(capacity) * (size_t(P) * cfg.in_channels + size_t(L) * cfg.line_channels +
-                                            size_t(L) * cfg.out_channels) * size_t(slots);
+                                            size_t(L) * cfg.out_channels +
+                                            size_t(L) * std::max(cfg.local_k, 0) * cfg.in_channels) *
+                        size_t(slots);
   std::unique_ptr<RingTransport> t;
   if (backend.is_cuda()) {
 #ifdef SL_WITH_CUDA
@@ -139,7 +144,9 @@ DeviceRing::DeviceRing(std::unique_ptr<RingTransport> transport, const Backend& 
   I.t = std::move(transport);
   I.capacity = capacity, I.P = P, I.L = L;
   I.cin = cfg.in_channels, I.cline = cfg.line_channels, I.cout = cfg.out_channels;
-  I.slot_floats = size_t(capacity) * (size_t(P) * I.cin + size_t(L) * I.cline + size_t(L) * I.cout);
+  I.K = std::max(cfg.local_k, 0);
+  I.slot_floats = size_t(capacity) * (size_t(P) * I.cin + size_t(L) * I.cline + size_t(L) * I.cout +
+                                      size_t(L) * I.K * I.cin);
   if (I.t->bytes() < I.slot_floats * size_t(slots) * sizeof(float)) fail("DeviceRing", "transport memory too small");
   I.ring.resize(size_t(slots));
 }
@@ -175,6 +182,12 @@ void DeviceRing::check(const Batch& b) const {
   expect("context", I.P, I.cin);
   expect("noisy_line", I.L, I.cline);
   expect("target_offset", I.L, I.cout);
+  if (I.K > 0) {
+    const BatchTensor& t = b.tensor("local");
+    if (t.shape.size() != 4 || t.shape[1] != I.L || t.shape[2] != I.K || t.shape[3] != I.cin)
+      fail("DeviceRing", "tensor 'local' has a shape other than [B, " + std::to_string(I.L) + ", " +
+                             std::to_string(I.K) + ", " + std::to_string(I.cin) + "]");
+  }
   if (b.size <= 0 || b.size > I.capacity)
     fail("DeviceRing", "batch of " + std::to_string(b.size) + " samples does not fit a ring slot of " +
                            std::to_string(I.capacity));

@@ -46,6 +46,8 @@ struct DeviceBatch {
   float* context = nullptr;        // [B, P, in_channels]
   float* noisy_line = nullptr;     // [B, L, line_channels]
   float* target_offset = nullptr;  // [B, L, out_channels]
+  float* local = nullptr;          // [B, L, K, in_channels]; null unless the ring carries it (K > 0)
+  int K = 0;
   int64_t epoch = 0, index = 0;    // of the host batch
 };
 
@@ -73,7 +75,8 @@ enum class HostCompletion { Immediate, Deferred };
 class DeviceRing {
  public:
   // `slots` buffers of `capacity` samples each (context [P, in], noisy_line [L, line],
-  // target_offset [L, out] per sample, channel counts from cfg), ONE allocation on `backend`.
+  // target_offset [L, out] per sample, channel counts from cfg; and local [L, K, in] when
+  // cfg.local_k = K > 0: the points grouped around each line point), ONE allocation on `backend`.
   static std::shared_ptr<DeviceRing> create(const Backend& backend, int slots, int capacity, int P, int L,
                                             const ModelConfig& cfg, HostCompletion host = HostCompletion::Immediate);
   DeviceRing(std::unique_ptr<RingTransport> transport, const Backend& backend, int slots, int capacity, int P, int L,
@@ -89,7 +92,8 @@ class DeviceRing {
   int in_use() const;  // slots submitted and not yet released
 
   // Throws sl::Error if the batch's tensors do not match the ring ("context" [P, in],
-  // "noisy_line" [L, line], "target_offset" [L, out], 0 < size <= capacity).
+  // "noisy_line" [L, line], "target_offset" [L, out], "local" [L, K, in] when K > 0,
+  // 0 < size <= capacity).
   void check(const Batch& batch) const;
   // Copies batch->size samples into the next slot, or returns nullopt without waiting when that
   // slot is still being read (release() then calls on_release).

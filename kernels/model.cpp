@@ -42,6 +42,11 @@ ModelLayout model_layout(const ModelConfig& c) {
   check(c.encoder, "encoder");
   check(c.line_mlp, "line_mlp");
   check(c.regressor, "regressor");
+  if (c.has_local()) {
+    check(c.local, "local");
+    if (c.local_k <= 0) fail("model config", "the local branch needs K > 0 points per line point");
+    if (c.local_window < 0) fail("model config", "the local window must be >= 0");
+  }
   if (c.in_channels <= 0 || c.line_channels <= 0 || c.out_channels <= 0)
     fail("model config", "channel counts must be positive");
   ModelLayout l;
@@ -55,8 +60,11 @@ ModelLayout model_layout(const ModelConfig& c) {
   prev = c.line_channels;
   for (int w : c.line_mlp) add(l.line, prev, w), prev = w;
   prev = c.encoder.back() + c.line_mlp.back();
+  if (c.has_local()) prev += (2 * c.local_window + 1) * c.local.back();
   for (int w : c.regressor) add(l.reg, prev, w), prev = w;
   add(l.reg, prev, c.out_channels);
+  prev = c.in_channels;
+  for (int w : c.local) add(l.local, prev, w), prev = w;
   return l;
 }
 
@@ -74,6 +82,7 @@ std::vector<ParamInfo> make_param_table(const ModelConfig& cfg) {
   add("encoder", l.enc);
   add("line_mlp", l.line);
   add("regressor", l.reg);
+  add("local", l.local);
   return t;
 }
 
@@ -83,7 +92,8 @@ size_t num_model_params(const ModelConfig& cfg) {
 }
 
 size_t batch_input_floats(const ModelConfig& cfg, int B, int P, int L) {
-  return size_t(B) * P * cfg.in_channels + size_t(B) * L * cfg.line_channels + size_t(B) * L * cfg.out_channels;
+  return size_t(B) * P * cfg.in_channels + size_t(B) * L * cfg.line_channels + size_t(B) * L * cfg.out_channels +
+         (cfg.has_local() ? size_t(B) * L * cfg.local_k * cfg.in_channels : 0);
 }
 
 // ---- the workspace ------------------------------------------------------------------------------
@@ -135,12 +145,47 @@ WorkspaceLayout model_workspace(const ModelConfig& cfg, int B, int P, int L, con
   add("dglobal", {B, G}, 4);
   for (size_t i = 0; i < lay.line.size(); ++i) add("line.grad." + std::to_string(i), {NL, lay.line[i].out}, 4);
   for (size_t i = 0; i < lay.reg.size(); ++i) add("reg.grad." + std::to_string(i), {NL, lay.reg[i].out}, 4);
+  int64_t UL = 0;
+  if (cfg.has_local()) {  // appended: the seeds' buffers keep their offsets
+    const int64_t NLK = NL * cfg.local_k;
+    const int C = cfg.local.back(), Fw = lay.reg[0].in - G;
+    UL = argmax_rows_capacity(int(NL), cfg.local_k, C);
+    add("input.local", {NLK, cfg.in_channels}, 4);
+    for (size_t i = 0; i + 1 < lay.local.size(); ++i)
+      add("loc.act." + std::to_string(i), {NLK, lay.local[i].out}, 4);
+    if (cuda) add("loc.pre_max", {NLK, C}, 4);
+    add("loc.out", {NL, C}, 4);
+    add("loc.argmax", {NL, C}, 4);
+    add("window", {NL, Fw}, 4);
+    add("loc.rows.row_of", {NLK}, 4);
+    add("loc.rows.sample_rows", {NL + 1}, 4);
+    add("loc.rows.source", {UL}, 8);
+    add("loc.rows.din_row", {NL, C}, 4);
+    add("loc.rows.chan_begin", {UL}, 4);
+    add("loc.rows.chan_count", {UL}, 4);
+    add("loc.rows.chans", {NL, C}, 4);
+    for (size_t i = 0; i < lay.local.size(); ++i) add("loc.in." + std::to_string(i), {UL, lay.local[i].in}, 4);
+    for (size_t i = 1; i < lay.local.size(); ++i) add("loc.cgrad." + std::to_string(i), {UL, lay.local[i].in}, 4);
+    add("window.grad", {NL, Fw}, 4);
+    add("loc.dout", {NL, C}, 4);
+  }
   add("loss", {1}, sizeof(HostLoss));
-  if (cuda) add("ones", {std::max({NL, U, int64_t(B)})}, 4);
+  if (cuda) add("ones", {std::max({NL, U, int64_t(B), UL})}, 4);
   return w;
 }
 
 // ---- the model ----------------------------------------------------------------------------------
+// Point-wise layers over the points of each group, the last fused with a max over the group, and
+// the argmax-sparse backward: the encoder (B groups of P points) and the local branch (B*L
+// groups of K points) are the same structure, run by the same code.
+struct MaxBranch {
+  std::vector<Layer> layers;
+  std::vector<float*> act, in, cgrad;  // act: all but the last layer; in/cgrad: at the compact rows
+  float *pre_max = nullptr, *out = nullptr, *dout = nullptr;
+  int32_t* argmax = nullptr;
+  ArgmaxRows rows;
+};
+
 struct LineRefiner::Impl {
   // Declared first, destroyed last: everything below may use the stream.
   Backend backend;
@@ -155,14 +200,14 @@ struct LineRefiner::Impl {
   WorkspaceLayout ws;
   Buffer mem;
   int cap = 0, P = 0, L = 0;
+  int K = 0, W = 0;  // the local branch's points per line point and window (K = 0: none)
   int last_B = 0;
   int64_t last_U = -1;
   // resolved buffer pointers
-  float *in_ctx = nullptr, *in_noisy = nullptr, *in_target = nullptr, *pre_max = nullptr, *global = nullptr,
-        *scratch = nullptr, *dglobal = nullptr;
-  int32_t* argmax = nullptr;
-  std::vector<float*> enc_act, line_act, reg_act, enc_in, enc_cgrad, line_grad, reg_grad;
-  ArgmaxRows rows;
+  float *in_ctx = nullptr, *in_noisy = nullptr, *in_target = nullptr, *in_local = nullptr, *scratch = nullptr,
+        *window = nullptr, *dwindow = nullptr;
+  MaxBranch enc, loc;
+  std::vector<float*> line_act, reg_act, line_grad, reg_grad;
   LossState<float> loss;
   // loss readback
   HostLoss* host_loss = nullptr;  // pinned on CUDA
@@ -175,6 +220,7 @@ struct LineRefiner::Impl {
     return reinterpret_cast<T*>(mem.as<char>() + ws.at(name).offset);
   }
   void zero(void* p, size_t bytes) const { zero_async(ctx, p, bytes); }
+  void zero_rows(float* buf, int64_t rows, int width) const { zero(buf, size_t(rows) * width * sizeof(float)); }
 
   void check_prepared(int B, int P_, int L_) const {
     if (cap == 0) fail("LineRefiner", "no workspace yet: call prepare(capacity, P, L) first");
@@ -183,36 +229,88 @@ struct LineRefiner::Impl {
                               std::to_string(L_) + " does not fit the prepared workspace (capacity " +
                               std::to_string(cap) + ", P=" + std::to_string(P) + ", L=" + std::to_string(L) + ")");
   }
+  void check_local(const float* local) const {
+    if (K > 0 && !local)
+      fail("LineRefiner", "this model has a local branch: it reads `local` [B, L, K=" + std::to_string(K) +
+                              ", in] beside context and noisy_line, and none was given");
+  }
 
   // ---- the layer sequence --------------------------------------------------------------------
-  void forward(const float* context, const float* noisy, int B) {
-    const OpContext& c = ctx;
+  // x [groups*points, layers[0].in] -> br.out [groups, C] (and br.argmax)
+  void branch_forward(const MaxBranch& br, const float* x, int groups, int points) {
     const float* p = params.as<float>();
-    const int64_t NP = int64_t(B) * P, NL = int64_t(B) * L;
-    const size_t nE = lay.enc.size(), nR = lay.reg.size();
-    const int G = lay.enc.back().out, F = lay.line.back().out;
-    // encoder: all but the last layer dense (saved), the last fused with the max over points
-    const float* in = context;
-    for (size_t i = 0; i < nE; ++i) {
-      const Layer& y = lay.enc[i];
-      if (i + 1 < nE) {
-        linear_forward(c, enc_act[i], in, p + y.w, p + y.b, NP, y.in, y.out, true);
-        in = enc_act[i];
+    const int64_t N = int64_t(groups) * points;
+    const float* in = x;
+    for (size_t i = 0; i < br.layers.size(); ++i) {
+      const Layer& y = br.layers[i];
+      if (i + 1 < br.layers.size()) {
+        linear_forward(ctx, br.act[i], in, p + y.w, p + y.b, N, y.in, y.out, true);
+        in = br.act[i];
       } else {
-        linear_relu_max_forward(c, global, argmax, in, p + y.w, p + y.b, B, P, y.in, y.out, pre_max);
+        linear_relu_max_forward(ctx, br.out, br.argmax, in, p + y.w, p + y.b, groups, points, y.in, y.out,
+                                br.pre_max);
       }
     }
-    in = noisy;
+  }
+
+  // From br.dout [groups, C]: only the argmax rows of active channels receive gradient. Compact
+  // them and run the dense layers on those rows only. Returns the compact row count.
+  int64_t branch_backward(const MaxBranch& br, const float* x, int groups, int points) {
+    const OpContext& c = ctx;
+    const float* p = params.as<float>();
+    float* g = grads.as<float>();
+    const size_t n = br.layers.size();
+    const int G = br.layers.back().out;
+    const int64_t U = compact_argmax_rows(c, br.rows, br.out, br.argmax, groups, points, G);
+    for (size_t i = 0; i < n; ++i) gather_rows(c, br.in[i], i == 0 ? x : br.act[i - 1], br.rows.source, U, br.layers[i].in);
+    const Layer& yl = br.layers[n - 1];
+    float* dlast = nullptr;
+    if (n > 1) {
+      zero_rows(br.cgrad[n - 1], U, yl.in);
+      dlast = br.cgrad[n - 1];
+    }
+    linear_relu_max_backward(c, dlast, br.rows, g + yl.w, g + yl.b, br.dout, br.out, br.argmax,
+                             n > 1 ? br.act[n - 2] : x, p + yl.w, groups, points, yl.in, yl.out);
+    for (size_t i = n - 1; i-- > 0;) {
+      // layer i: input in[i] [U, in], output = in[i+1] (saved, post-ReLU)
+      const Layer& y = br.layers[i];
+      float* din = nullptr;
+      if (i > 0) {
+        zero_rows(br.cgrad[i], U, y.in);
+        din = br.cgrad[i];
+      }
+      linear_backward(c, din, g + y.w, g + y.b, br.cgrad[i + 1], br.in[i + 1], br.in[i], p + y.w, U, y.in, y.out,
+                      true);
+    }
+    return U;
+  }
+
+  void forward(const float* context, const float* noisy, const float* local, int B) {
+    check_local(local);
+    const OpContext& c = ctx;
+    const float* p = params.as<float>();
+    const int64_t NL = int64_t(B) * L;
+    const size_t nR = lay.reg.size();
+    const int G = lay.enc.back().out, F = lay.line.back().out;
+    branch_forward(enc, context, B, P);
+    const float* in = noisy;
     for (size_t i = 0; i < lay.line.size(); ++i) {
       const Layer& y = lay.line[i];
       linear_forward(c, line_act[i], in, p + y.w, p + y.b, NL, y.in, y.out, true);
       in = line_act[i];
     }
+    const float* feat = line_act.back();  // what the regressor reads per line point, [NL, Fr]
+    int Fr = F;
+    if (K > 0) {
+      branch_forward(loc, local, int(NL), K);
+      line_window_forward(c, window, feat, loc.out, B, L, F, lay.local.back().out, W);
+      feat = window, Fr = lay.reg[0].in - G;
+    }
     for (size_t i = 0; i < nR; ++i) {
       const Layer& y = lay.reg[i];
       const bool relu = i + 1 < nR;
       if (i == 0)
-        global_line_linear_forward(c, reg_act[0], global, line_act.back(), p + y.w, p + y.b, B, L, G, F, y.out, relu,
+        global_line_linear_forward(c, reg_act[0], enc.out, feat, p + y.w, p + y.b, B, L, G, Fr, y.out, relu,
                                    scratch);
       else
         linear_forward(c, reg_act[i], reg_act[i - 1], p + y.w, p + y.b, NL, y.in, y.out, relu);
@@ -220,16 +318,15 @@ struct LineRefiner::Impl {
     last_B = B;
   }
 
-  void forward_backward(const float* context, const float* noisy, const float* target, int B) {
-    forward(context, noisy, B);
+  void forward_backward(const float* context, const float* noisy, const float* target, const float* local, int B) {
+    forward(context, noisy, local, B);
     const OpContext& c = ctx;
     const float* p = params.as<float>();
     float* g = grads.as<float>();
     zero(g, grads.bytes());
     const int64_t NL = int64_t(B) * L;
-    const size_t nE = lay.enc.size(), nLn = lay.line.size(), nR = lay.reg.size();
+    const size_t nLn = lay.line.size(), nR = lay.reg.size();
     const int G = lay.enc.back().out, F = lay.line.back().out;
-    auto zero_rows = [&](float* buf, int64_t rows, int width) { zero(buf, size_t(rows) * width * sizeof(float)); };
 
     const int64_t n_out = NL * lay.reg.back().out;
     mse_loss(c, loss, reg_act.back(), target, n_out);
@@ -243,12 +340,21 @@ struct LineRefiner::Impl {
       linear_backward(c, reg_grad[i - 1], g + y.w, g + y.b, reg_grad[i], reg_act[i], reg_act[i - 1], p + y.w, NL,
                       y.in, y.out, i + 1 < nR);
     }
-    zero_rows(dglobal, B, G);
+    zero_rows(enc.dout, B, G);
     zero_rows(line_grad.back(), NL, F);
     {
       const Layer& y = lay.reg[0];
-      global_line_linear_backward(c, dglobal, line_grad.back(), g + y.w, g + y.b, reg_grad[0], reg_act[0], global,
-                                  line_act.back(), p + y.w, B, L, G, F, y.out, nR > 1, scratch);
+      if (K == 0) {
+        global_line_linear_backward(c, enc.dout, line_grad.back(), g + y.w, g + y.b, reg_grad[0], reg_act[0], enc.out,
+                                    line_act.back(), p + y.w, B, L, G, F, y.out, nR > 1, scratch);
+      } else {  // through the window: its slots back to the line feature and the local features
+        const int Fr = y.in - G, C = lay.local.back().out;
+        zero_rows(dwindow, NL, Fr);
+        global_line_linear_backward(c, enc.dout, dwindow, g + y.w, g + y.b, reg_grad[0], reg_act[0], enc.out, window,
+                                    p + y.w, B, L, G, Fr, y.out, nR > 1, scratch);
+        zero_rows(loc.dout, NL, C);
+        line_window_backward(c, line_grad.back(), loc.dout, dwindow, B, L, F, C, W);
+      }
     }
     // line MLP, reverse (no gradient for the network input)
     for (size_t i = nLn; i-- > 0;) {
@@ -261,34 +367,12 @@ struct LineRefiner::Impl {
       linear_backward(c, din, g + y.w, g + y.b, line_grad[i], line_act[i], i > 0 ? line_act[i - 1] : noisy, p + y.w,
                       NL, y.in, y.out, true);
     }
-    // encoder: only the argmax rows of active channels receive gradient. Compact them and run
-    // the dense layers on those rows only.
-    const int64_t U = compact_argmax_rows(c, rows, global, argmax, B, P, G);
-    last_U = U;
-    for (size_t i = 0; i < nE; ++i) gather_rows(c, enc_in[i], i == 0 ? context : enc_act[i - 1], rows.source, U, lay.enc[i].in);
-    const Layer& yl = lay.enc[nE - 1];
-    float* dlast = nullptr;
-    if (nE > 1) {
-      zero_rows(enc_cgrad[nE - 1], U, yl.in);
-      dlast = enc_cgrad[nE - 1];
-    }
-    linear_relu_max_backward(c, dlast, rows, g + yl.w, g + yl.b, dglobal, global, argmax,
-                             nE > 1 ? enc_act[nE - 2] : context, p + yl.w, B, P, yl.in, yl.out);
-    for (size_t i = nE - 1; i-- > 0;) {
-      // layer i: input enc_in[i] [U, in], output = enc_in[i+1] (saved, post-ReLU)
-      const Layer& y = lay.enc[i];
-      float* din = nullptr;
-      if (i > 0) {
-        zero_rows(enc_cgrad[i], U, y.in);
-        din = enc_cgrad[i];
-      }
-      linear_backward(c, din, g + y.w, g + y.b, enc_cgrad[i + 1], enc_in[i + 1], enc_in[i], p + y.w, U, y.in, y.out,
-                      true);
-    }
+    last_U = branch_backward(enc, context, B, P);
+    if (K > 0) branch_backward(loc, local, int(NL), K);
   }
 
-  void step(const float* context, const float* noisy, const float* target, int B, Adam& adam) {
-    forward_backward(context, noisy, target, B);
+  void step(const float* context, const float* noisy, const float* target, const float* local, int B, Adam& adam) {
+    forward_backward(context, noisy, target, local, B);
     adam.step(ctx, params.as<float>(), grads.as<float>());
   }
 
@@ -306,38 +390,56 @@ struct LineRefiner::Impl {
     last_U = -1;
   }
 
+  void bind_branch(MaxBranch& br, const std::vector<Layer>& layers, const std::string& pre,
+                   const std::string& rows, const std::string& out, const std::string& argmax,
+                   const std::string& dout) {
+    br.layers = layers;
+    auto list = [&](std::vector<float*>& v, const std::string& prefix, size_t first, size_t n) {
+      v.assign(n, nullptr);
+      for (size_t i = first; i < n; ++i) v[i] = at<float>(prefix + std::to_string(i));
+    };
+    list(br.act, pre + ".act.", 0, layers.size() - 1);
+    list(br.in, pre + ".in.", 0, layers.size());
+    list(br.cgrad, pre + ".cgrad.", 1, layers.size());
+    br.pre_max = ws.has(pre + ".pre_max") ? at<float>(pre + ".pre_max") : nullptr;
+    br.out = at<float>(out);
+    br.argmax = at<int32_t>(argmax);
+    br.dout = at<float>(dout);
+    br.rows.row_of = at<int32_t>(rows + ".row_of");
+    br.rows.sample_rows = at<int32_t>(rows + ".sample_rows");
+    br.rows.source = at<int64_t>(rows + ".source");
+    br.rows.din_row = at<int32_t>(rows + ".din_row");
+    br.rows.chan_begin = at<int32_t>(rows + ".chan_begin");
+    br.rows.chan_count = at<int32_t>(rows + ".chan_count");
+    br.rows.chans = at<int32_t>(rows + ".chans");
+  }
+
   void prepare(const ModelConfig& cfg, int capacity, int P_, int L_) {
     if (cap > 0 && capacity <= cap && P_ == P && L_ == L) return;
     release_workspace();
     ws = model_workspace(cfg, capacity, P_, L_, backend);
     mem = Buffer(backend, ws.total_bytes, "the model workspace (batch " + std::to_string(capacity) + ")");
     cap = capacity, P = P_, L = L_;
+    K = cfg.has_local() ? cfg.local_k : 0, W = cfg.local_window;
     in_ctx = at<float>("input.context");
     in_noisy = at<float>("input.noisy_line");
     in_target = at<float>("input.target_offset");
-    pre_max = ws.has("enc.pre_max") ? at<float>("enc.pre_max") : nullptr;
-    global = at<float>("global");
-    argmax = at<int32_t>("argmax");
     scratch = at<float>("reg.scratch");
-    dglobal = at<float>("dglobal");
-    auto list = [&](std::vector<float*>& v, const std::string& prefix, size_t first, size_t n) {
+    bind_branch(enc, lay.enc, "enc", "rows", "global", "argmax", "dglobal");
+    if (K > 0) {
+      in_local = at<float>("input.local");
+      window = at<float>("window");
+      dwindow = at<float>("window.grad");
+      bind_branch(loc, lay.local, "loc", "loc.rows", "loc.out", "loc.argmax", "loc.dout");
+    }
+    auto list = [&](std::vector<float*>& v, const std::string& prefix, size_t n) {
       v.assign(n, nullptr);
-      for (size_t i = first; i < n; ++i) v[i] = at<float>(prefix + std::to_string(i));
+      for (size_t i = 0; i < n; ++i) v[i] = at<float>(prefix + std::to_string(i));
     };
-    list(enc_act, "enc.act.", 0, lay.enc.size() - 1);
-    list(line_act, "line.act.", 0, lay.line.size());
-    list(reg_act, "reg.act.", 0, lay.reg.size());
-    list(enc_in, "enc.in.", 0, lay.enc.size());
-    list(enc_cgrad, "enc.cgrad.", 1, lay.enc.size());
-    list(line_grad, "line.grad.", 0, lay.line.size());
-    list(reg_grad, "reg.grad.", 0, lay.reg.size());
-    rows.row_of = at<int32_t>("rows.row_of");
-    rows.sample_rows = at<int32_t>("rows.sample_rows");
-    rows.source = at<int64_t>("rows.source");
-    rows.din_row = at<int32_t>("rows.din_row");
-    rows.chan_begin = at<int32_t>("rows.chan_begin");
-    rows.chan_count = at<int32_t>("rows.chan_count");
-    rows.chans = at<int32_t>("rows.chans");
+    list(line_act, "line.act.", lay.line.size());
+    list(reg_act, "reg.act.", lay.reg.size());
+    list(line_grad, "line.grad.", lay.line.size());
+    list(reg_grad, "reg.grad.", lay.reg.size());
     char* l = at<char>("loss");
     loss = {reinterpret_cast<double*>(l), reinterpret_cast<int32_t*>(l + 8), reinterpret_cast<float*>(l + 12)};
     if (ws.has("ones")) {
@@ -477,38 +579,46 @@ float* LineRefiner::input_target() {
   impl_->check_prepared(1, impl_->P, impl_->L);
   return impl_->in_target;
 }
+float* LineRefiner::input_local() {
+  impl_->check_prepared(1, impl_->P, impl_->L);
+  if (impl_->K == 0) fail("LineRefiner", "this model has no local branch (no `local` input)");
+  return impl_->in_local;
+}
 
-void LineRefiner::load_inputs(const float* context, const float* noisy_line, const float* target_offset, int B) {
+void LineRefiner::load_inputs(const float* context, const float* noisy_line, const float* target_offset, int B,
+                              const float* local) {
   Impl& I = *impl_;
   I.check_prepared(B, I.P, I.L);
+  I.check_local(local);
   copy_async(I.ctx, I.in_ctx, context, size_t(B) * I.P * cfg_.in_channels * sizeof(float));
   copy_async(I.ctx, I.in_noisy, noisy_line, size_t(B) * I.L * cfg_.line_channels * sizeof(float));
   copy_async(I.ctx, I.in_target, target_offset, size_t(B) * I.L * cfg_.out_channels * sizeof(float));
+  if (I.K > 0) copy_async(I.ctx, I.in_local, local, size_t(B) * I.L * I.K * cfg_.in_channels * sizeof(float));
 }
 
 float LineRefiner::forward_backward(const float* context, const float* noisy_line, const float* target_offset,
-                                    int B, int P, int L) {
+                                    int B, int P, int L, const float* local) {
   Impl& I = *impl_;
   prepare(std::max(B, I.P == P && I.L == L ? I.cap : 0), P, L);
   I.check_prepared(B, P, L);
-  I.forward_backward(context, noisy_line, target_offset, B);
+  I.forward_backward(context, noisy_line, target_offset, local, B);
   float last = 0;
   copy_to_host(I.ctx, &last, I.loss.last, sizeof last);
   return last;
 }
 
 void LineRefiner::step(const float* context, const float* noisy_line, const float* target_offset, int B, int P,
-                       int L, Adam& adam) {
+                       int L, Adam& adam, const float* local) {
   Impl& I = *impl_;
   I.check_prepared(B, P, L);
-  I.step(context, noisy_line, target_offset, B, adam);
+  I.step(context, noisy_line, target_offset, local, B, adam);
 }
 
 void LineRefiner::step_inputs(int B, Adam& adam) {
   Impl& I = *impl_;
   I.check_prepared(B, I.P, I.L);
   if (!I.graph || B != I.cap) {  // the CPU, or a short batch: plainly, inside the same workspace
-    I.step(I.in_ctx, I.in_noisy, I.in_target, B, adam);
+    I.step(I.in_ctx, I.in_noisy, I.in_target, I.in_local, B, adam);
     return;
   }
 #ifdef SL_WITH_CUDA
@@ -516,14 +626,15 @@ void LineRefiner::step_inputs(int B, Adam& adam) {
     I.graph->reset();
     I.graph_adam = &adam;
   }
-  I.graph->run(I.stream, [&] { I.step(I.in_ctx, I.in_noisy, I.in_target, B, adam); });
+  I.graph->run(I.stream, [&] { I.step(I.in_ctx, I.in_noisy, I.in_target, I.in_local, B, adam); });
 #endif
 }
 
-void LineRefiner::forward(const float* context, const float* noisy_line, int B, int P, int L, float* pred_offset) {
+void LineRefiner::forward(const float* context, const float* noisy_line, int B, int P, int L, float* pred_offset,
+                          const float* local) {
   Impl& I = *impl_;
   prepare(std::max(B, I.P == P && I.L == L ? I.cap : 0), P, L);
-  I.forward(context, noisy_line, B);
+  I.forward(context, noisy_line, local, B);
   if (pred_offset)
     copy_async(I.ctx, pred_offset, I.reg_act.back(), size_t(B) * L * cfg_.out_channels * sizeof(float));
 }
@@ -535,7 +646,13 @@ const float* LineRefiner::last_prediction() const {
 
 const int32_t* LineRefiner::last_argmax() const {
   if (impl_->last_B == 0) fail("LineRefiner", "no forward pass has run yet");
-  return impl_->argmax;
+  return impl_->enc.argmax;
+}
+
+const int32_t* LineRefiner::last_local_argmax() const {
+  if (impl_->last_B == 0) fail("LineRefiner", "no forward pass has run yet");
+  if (impl_->K == 0) fail("LineRefiner", "this model has no local branch");
+  return impl_->loc.argmax;
 }
 
 int64_t LineRefiner::last_compact_rows() const {

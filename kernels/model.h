@@ -2,6 +2,11 @@
 //   context [B,P,in] -> encoder.{0,2,4} (ReLU) -> max over P -> global [B,G]
 //   noisy_line [B,L,3] -> line_mlp.{0,2} (ReLU) -> feat [B,L,F]
 //   [global, feat] [B,L,G+F] -> regressor.{0,2} (ReLU) -> regressor.4 -> pred_offset [B,L,3]
+// With a local branch (ModelConfig::local not empty; "line_refiner_local"):
+//   local [B,L,K,in] -> local.{0,2} (ReLU) over the B*L*K rows -> max over K -> [B,L,C]
+//   and the regressor reads [global, feat, local[l-W] .. local[l+W]] [B,L,G+F+(2W+1)C]
+//   (zeros beyond the line's ends): the encoder's structure on B*L groups of K points, and a
+//   kernel-(2W+1) convolution along the line fused into the regressor's first layer.
 // The layer sequence (forward, loss, backward, Adam) is written ONCE, in kernels/model.cpp,
 // over the ops of kernels/ops.h, and runs on either backend (kernels/backend.h). Parameters and
 // gradients each live in ONE allocation laid out by the (name, shape) table, named exactly as
@@ -32,6 +37,12 @@ struct ModelConfig {
   std::vector<int> line_mlp{64, 128};
   std::vector<int> regressor{256, 128};
   int out_channels = 3;
+  // The local branch: empty = the seeds' model (bit-identical to it). Otherwise the widths of
+  // local.{0,2,..} over the K points grouped around each line point (in_channels each), and W,
+  // the neighbours on each side whose local features a line point's regressor row reads.
+  std::vector<int> local;
+  int local_k = 0, local_window = 1;
+  bool has_local() const { return !local.empty(); }
 };
 
 struct ParamInfo {
@@ -47,14 +58,18 @@ struct Layer {
 };
 struct ModelLayout {
   std::vector<Layer> enc, line, reg;  // reg includes the final output layer
+  std::vector<Layer> local;            // empty: no local branch
 };
 // Throws sl::Error for an empty or non-positive width.
 ModelLayout model_layout(const ModelConfig& cfg);
 
-// The table in state_dict order (encoder, line_mlp, regressor; weight then bias).
+// The table in state_dict order (encoder, line_mlp, regressor, then local; weight then bias).
+// The local branch comes last so that PyTorch's order (a subclass adds `local` after the
+// seeds' modules) and the seeds' offsets both stay as they are.
 std::vector<ParamInfo> make_param_table(const ModelConfig& cfg);
 size_t num_model_params(const ModelConfig& cfg);
-// Floats of one batch's three input tensors (context, noisy_line, target_offset).
+// Floats of one batch's input tensors (context, noisy_line, target_offset, and local [B,L,K,in]
+// with a local branch).
 size_t batch_input_floats(const ModelConfig& cfg, int B, int P, int L);
 
 // ---- the workspace: every activation, saved value and activation gradient ----------------
@@ -65,7 +80,12 @@ size_t batch_input_floats(const ModelConfig& cfg, int B, int P, int L);
 //   global [B,G]  argmax [B,G] i32   line.act.i [NL,..]  reg.act.i [NL,..]  reg.scratch [B,reg0]
 //   rows.* (ArgmaxRows, kernels/ops.h)   enc.in.i [U, encoder input i] (gathered)
 //   enc.cgrad.i [U, encoder input i] (i >= 1)   dglobal [B,G]  line.grad.i  reg.grad.i
-//   loss (LossState: sum f64, count i32, last f32)   ones [max(NL,U,B)] [cuda]
+//   loss (LossState: sum f64, count i32, last f32)   ones [max(NL,U,B,UL)] [cuda]
+// With a local branch (NLK = NL*K, C = local.back(), UL = argmax_rows_capacity(NL, K, C),
+// Fw = F + (2W+1)C):   input.local [NLK,in]   loc.act.i [NLK, local[i]] (all but the last)
+//   loc.pre_max [NLK,C] [cuda]   loc.out [NL,C]  loc.argmax [NL,C] i32   window [NL,Fw]
+//   loc.rows.* (ArgmaxRows)   loc.in.i [UL, ..]   loc.cgrad.i [UL, ..] (i >= 1)
+//   window.grad [NL,Fw]   loc.dout [NL,C]
 struct WorkspaceBuffer {
   std::string name;
   std::vector<int64_t> shape;
@@ -122,29 +142,36 @@ class LineRefiner {
   float* input_context();
   float* input_noisy();
   float* input_target();
-  // Copies the first B samples of a batch (backend memory) into the fixed inputs.
-  void load_inputs(const float* context, const float* noisy_line, const float* target_offset, int B);
+  float* input_local();  // [capacity, L, K, in]; throws without a local branch
+  // Copies the first B samples of a batch (backend memory) into the fixed inputs; local
+  // [B,L,K,in] is required with a local branch and ignored without one (so for every `local`
+  // argument below).
+  void load_inputs(const float* context, const float* noisy_line, const float* target_offset, int B,
+                   const float* local = nullptr);
 
   // ---- training ------------------------------------------------------------------------------
   // Zeroes the gradients, runs forward + backward, returns the MSE loss (mean over B*L*out);
   // CUDA: waits for it. context [B,P,in], noisy_line [B,L,line], target_offset [B,L,out].
   float forward_backward(const float* context, const float* noisy_line, const float* target_offset, int B, int P,
-                         int L);
+                         int L, const float* local = nullptr);
   // forward_backward + one Adam step, without returning the loss (it accumulates for
   // request_loss). Inputs in backend memory.
   void step(const float* context, const float* noisy_line, const float* target_offset, int B, int P, int L,
-            Adam& adam);
+            Adam& adam, const float* local = nullptr);
   // step() on the fixed inputs. CUDA with B == capacity: ONE CUDA graph (the first call runs
   // plainly to warm up, the second captures, later calls replay); a short batch runs plainly.
   void step_inputs(int B, Adam& adam);
 
   // ---- inference -----------------------------------------------------------------------------
   // pred_offset [B,L,out] in backend memory (nullable: read last_prediction()).
-  void forward(const float* context, const float* noisy_line, int B, int P, int L, float* pred_offset);
+  void forward(const float* context, const float* noisy_line, int B, int P, int L, float* pred_offset,
+               const float* local = nullptr);
   const float* last_prediction() const;  // backend memory, [B,L,out] of the last forward
   // Backend memory, [B,G] of the last forward: the point of each encoder channel's maximum (the
   // first one attaining it), for checks against other implementations of the max.
   const int32_t* last_argmax() const;
+  // Backend memory, [B,L,C]: the same for the local branch's max over K (throws without one).
+  const int32_t* last_local_argmax() const;
   // Compact encoder rows of the last forward_backward: the distinct argmax rows of active
   // channels on the CPU; the padded capacity on CUDA (host read; CUDA waits).
   int64_t last_compact_rows() const;

@@ -101,6 +101,21 @@ namespace sl {
       const T* feat, const T* weight, int B, int L, int G, int F, int C_out, bool relu, T* scratch),               \
      (c, dglobal, dfeat, dweight, dbias, dout, out, global, feat, weight, B, L, G, F, C_out, relu, scratch))
 
+// line_window_forward: out [B*L, F + (2W+1)*C] = [feat [B*L, F], local[l-W], ..., local[l+W]] per
+//   line point l of each sample, local [B*L, C]; a neighbour beyond the line's ends is zeros (the
+//   local features are ReLU outputs: zero reads as "no evidence"). What lets neighbouring line
+//   points share what they see: the regressor's first layer on it is a kernel-(2W+1)
+//   convolution along the line.
+// line_window_backward: dfeat [B*L, F] += (nullable), dlocal [B*L, C] += the sum over the 2W+1
+//   slots that hold local[l] (slots in ascending order; a gather, so no atomics); dout read only.
+#define SL_OPS_WINDOW(OP, T)                                                                               \
+  OP(FLOAT_DOUBLE, void, line_window_forward,                                                              \
+     (const OpContext& c, T* out, const T* feat, const T* local, int B, int L, int F, int C, int W),       \
+     (c, out, feat, local, B, L, F, C, W))                                                                 \
+  OP(FLOAT_DOUBLE, void, line_window_backward,                                                             \
+     (const OpContext& c, T* dfeat, T* dlocal, const T* dout, int B, int L, int F, int C, int W),          \
+     (c, dfeat, dlocal, dout, B, L, F, C, W))
+
 // mse_loss: the mean squared error over n elements, its bookkeeping in the context's backend
 //   memory (LossState below), so a CUDA step never returns data to the host.
 // mse_backward: dpred [n] += dloss * 2 (pred - target) / n.
@@ -124,7 +139,8 @@ namespace sl {
   OP(FLOAT, void, axpby, (const OpContext& c, float* y, float a, const float* x, float b, size_t n),             \
      (c, y, a, x, b, n))
 
-#define SL_OPS(OP, T) SL_OPS_LINEAR(OP, T) SL_OPS_MAX(OP, T) SL_OPS_GLOBAL_LINE(OP, T) SL_OPS_LOSS(OP, T)
+#define SL_OPS(OP, T) \
+  SL_OPS_LINEAR(OP, T) SL_OPS_MAX(OP, T) SL_OPS_GLOBAL_LINE(OP, T) SL_OPS_WINDOW(OP, T) SL_OPS_LOSS(OP, T)
 
 // ---- what the ops share -----------------------------------------------------------------------
 // The compact argmax rows of the encoder backward (compact_argmax_rows fills them).

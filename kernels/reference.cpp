@@ -96,6 +96,37 @@ void concat_backward(T* dglobal, T* dfeat, const T* dout, int B, int L, int G, i
 }
 
 template <class T>
+void line_window_forward_reference(T* out, const T* feat, const T* local, int B, int L, int F, int C, int W) {
+  const int64_t width = F + int64_t(2 * W + 1) * C;
+  for (int b = 0; b < B; ++b)
+    for (int l = 0; l < L; ++l) {
+      T* row = out + (int64_t(b) * L + l) * width;
+      for (int f = 0; f < F; ++f) row[f] = feat[(int64_t(b) * L + l) * F + f];
+      for (int j = 0; j <= 2 * W; ++j)
+        for (int c = 0; c < C; ++c) {
+          const int m = l + j - W;
+          row[F + j * C + c] = m < 0 || m >= L ? T(0) : local[(int64_t(b) * L + m) * C + c];
+        }
+    }
+}
+
+template <class T>
+void line_window_backward_reference(T* dfeat, T* dlocal, const T* dout, int B, int L, int F, int C, int W) {
+  const int64_t width = F + int64_t(2 * W + 1) * C;
+  for (int b = 0; b < B; ++b)
+    for (int l = 0; l < L; ++l) {
+      const T* row = dout + (int64_t(b) * L + l) * width;
+      if (dfeat)
+        for (int f = 0; f < F; ++f) dfeat[(int64_t(b) * L + l) * F + f] += row[f];
+      for (int j = 0; j <= 2 * W; ++j) {
+        const int m = l + j - W;
+        if (m < 0 || m >= L) continue;
+        for (int c = 0; c < C; ++c) dlocal[(int64_t(b) * L + m) * C + c] += row[F + j * C + c];
+      }
+    }
+}
+
+template <class T>
 T mse_forward_reference(const T* pred, const T* target, int64_t n) {
   double acc = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -129,7 +160,7 @@ void adam_update_reference(float* params, float* exp_avg, float* exp_avg_sq, con
 template <class T>
 T line_refiner_reference(const ModelConfig& cfg, const T* params, T* grads, const T* context,
                          const T* noisy_line, const T* target_offset, int B, int P, int L,
-                         T* pred) {
+                         T* pred, const T* local) {
   const ModelLayout lay = model_layout(cfg);
   const std::vector<ParamInfo> table = make_param_table(cfg);
   size_t ti = 0;  // walks the table: weight, bias per layer
@@ -145,9 +176,14 @@ T line_refiner_reference(const ModelConfig& cfg, const T* params, T* grads, cons
     }
     return r;
   };
-  const auto enc = take(lay.enc), line = take(lay.line), reg = take(lay.reg);
-  const int G = cfg.encoder.back(), F = cfg.line_mlp.back();
+  const auto enc = take(lay.enc), line = take(lay.line), reg = take(lay.reg), loc = take(lay.local);
+  const int G = cfg.encoder.back(), F0 = cfg.line_mlp.back();
   const int64_t NP = int64_t(B) * P, NL = int64_t(B) * L;
+  // the local branch: C channels per line point, a window of 2W+1 of them beside the line feature
+  const bool has_local = !cfg.local.empty();
+  const int K = cfg.local_k, C = has_local ? cfg.local.back() : 0, W = cfg.local_window;
+  const int64_t NLK = NL * K;
+  const int F = has_local ? F0 + (2 * W + 1) * C : F0;  // the regressor's per-point input
 
   // forward, keeping every activation
   auto run = [&](const std::vector<Ref>& ls, const T* x, int64_t n, bool relu_last,
@@ -167,8 +203,18 @@ T line_refiner_reference(const ModelConfig& cfg, const T* params, T* grads, cons
   std::vector<int32_t> argmax(size_t(B) * G);
   maxpool_forward(global.data(), argmax.data(), ea.back().data(), B, P, G);
   run(line, noisy_line, NL, true, la);
+  std::vector<std::vector<T>> xa;
+  std::vector<T> lfeat, win;
+  std::vector<int32_t> largmax;
+  if (has_local) {
+    run(loc, local, NLK, true, xa);
+    lfeat.resize(size_t(NL) * C), largmax.resize(size_t(NL) * C);
+    maxpool_forward(lfeat.data(), largmax.data(), xa.back().data(), int(NL), K, C);
+    win.resize(size_t(NL) * F);
+    line_window_forward_reference(win.data(), la.back().data(), lfeat.data(), B, L, F0, C, W);
+  }
   std::vector<T> cat(size_t(NL) * (G + F));
-  concat_forward(cat.data(), global.data(), la.back().data(), B, L, G, F);
+  concat_forward(cat.data(), global.data(), has_local ? win.data() : la.back().data(), B, L, G, F);
   run(reg, cat.data(), NL, false, ra);
   const int OUT = cfg.out_channels;
   const T loss = mse_forward_reference(ra.back().data(), target_offset, NL * OUT);
@@ -196,6 +242,14 @@ T line_refiner_reference(const ModelConfig& cfg, const T* params, T* grads, cons
   back(reg, cat.data(), NL, false, ra, dpred, dcat.data());
   std::vector<T> dglobal(size_t(B) * G, T(0)), dfeat(size_t(NL) * F, T(0));
   concat_backward(dglobal.data(), dfeat.data(), dcat.data(), B, L, G, F);
+  if (has_local) {
+    std::vector<T> dline(size_t(NL) * F0, T(0)), dlfeat(size_t(NL) * C, T(0));
+    line_window_backward_reference(dline.data(), dlfeat.data(), dfeat.data(), B, L, F0, C, W);
+    std::vector<T> dlocal_last(size_t(NLK) * C, T(0));
+    maxpool_backward(dlocal_last.data(), dlfeat.data(), largmax.data(), int(NL), K, C);
+    back(loc, local, NLK, true, xa, dlocal_last, nullptr);
+    dfeat = std::move(dline);
+  }
   back(line, noisy_line, NL, true, la, dfeat, nullptr);
   std::vector<T> dlast(size_t(NP) * G, T(0));
   maxpool_backward(dlast.data(), dglobal.data(), argmax.data(), B, P, G);
@@ -205,10 +259,10 @@ T line_refiner_reference(const ModelConfig& cfg, const T* params, T* grads, cons
 
 template float line_refiner_reference<float>(const ModelConfig&, const float*, float*,
                                              const float*, const float*, const float*, int, int,
-                                             int, float*);
+                                             int, float*, const float*);
 template double line_refiner_reference<double>(const ModelConfig&, const double*, double*,
                                                const double*, const double*, const double*, int,
-                                               int, int, double*);
+                                               int, int, double*, const double*);
 
 
 #define SL_INSTANTIATE(T)                                                                                        \
@@ -221,6 +275,8 @@ template double line_refiner_reference<double>(const ModelConfig&, const double*
                                                       const T*, int, int, int, int);                             \
   template void concat_forward<T>(T*, const T*, const T*, int, int, int, int);                                   \
   template void concat_backward<T>(T*, T*, const T*, int, int, int, int);                                        \
+  template void line_window_forward_reference<T>(T*, const T*, const T*, int, int, int, int, int);               \
+  template void line_window_backward_reference<T>(T*, T*, const T*, int, int, int, int, int);                    \
   template T mse_forward_reference<T>(const T*, const T*, int64_t);                                              \
   template void mse_backward_reference<T>(T*, const T*, const T*, int64_t);
 SL_INSTANTIATE(float)

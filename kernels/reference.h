@@ -36,6 +36,12 @@ void concat_forward(T* out, const T* global, const T* feat, int B, int L, int G,
 // dglobal [B, G] += sum_l dout[b, l, :G]; dfeat [B, L, F] += dout[b, l, G:].
 template <class T>
 void concat_backward(T* dglobal, T* dfeat, const T* dout, int B, int L, int G, int F);
+// out [B*L, F + (2W+1)*C] = [feat [B*L, F], local [B*L, C] at l-W .. l+W (zeros beyond the ends)].
+template <class T>
+void line_window_forward_reference(T* out, const T* feat, const T* local, int B, int L, int F, int C, int W);
+// dfeat [B*L, F] (nullable) and dlocal [B*L, C] ACCUMULATE the slots of dout that hold them.
+template <class T>
+void line_window_backward_reference(T* dfeat, T* dlocal, const T* dout, int B, int L, int F, int C, int W);
 // mean of (pred - target)^2, accumulated in double
 template <class T>
 T mse_forward_reference(const T* pred, const T* target, int64_t n);
@@ -48,9 +54,10 @@ void adam_update_reference(float* params, float* exp_avg, float* exp_avg_sq, con
 
 // The whole model from the references above (materialised concat, dense backward, allocates).
 // params laid out by make_param_table(cfg); grads (nullable) is ACCUMULATED into;
-// pred (nullable) [B,L,out]. Returns the MSE loss. T = float or double.
+// pred (nullable) [B,L,out]. local [B,L,K,in] (K = cfg.local_k): required when cfg.local is
+// not empty, ignored otherwise. Returns the MSE loss. T = float or double.
 template <class T>
 T line_refiner_reference(const ModelConfig& cfg, const T* params, T* grads, const T* context, const T* noisy_line,
-                         const T* target_offset, int B, int P, int L, T* pred);
+                         const T* target_offset, int B, int P, int L, T* pred, const T* local = nullptr);
 
 }  // namespace sl

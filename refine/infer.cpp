@@ -149,8 +149,9 @@ std::vector<RefinedPiece> refine_pieces(const std::string& checkpoint, const Poi
   for (auto& st : replay.stages) st->finish(ctx);
 
   // One batch of every piece that got through, in the model's frame.
-  std::vector<float> context, noisy;
+  std::vector<float> context, noisy, local;  // local: line_refiner_local's grouped points [L,K,4]
   int64_t P = -1, L = -1;
+  const int K = replay.model.has_local() ? replay.model.local_k : 0;
   for (const auto& p : pieces) {
     if (!p.sample) continue;
     const Tensor& ctx_t = p.sample->at("context");
@@ -164,13 +165,24 @@ std::vector<RefinedPiece> refine_pieces(const std::string& checkpoint, const Poi
     if (ctx_t.shape[0] != P || line_t.shape[0] != L) fail(where, "the replayed samples differ in P or L");
     context.insert(context.end(), ctx_t.data.begin(), ctx_t.data.end());
     noisy.insert(noisy.end(), line_t.data.begin(), line_t.data.end());
+    if (K > 0) {
+      if (!p.sample->tensors.count("local"))
+        fail(where, "the model (line_refiner_local) reads the points grouped around each line point, and the "
+                    "checkpoint's pipeline makes no `local` (no group_points stage)");
+      const Tensor& loc_t = p.sample->at("local");
+      if (loc_t.shape.size() != 3 || loc_t.shape[0] != L || loc_t.shape[1] != K || loc_t.shape[2] != 4)
+        fail(where, "the replayed preprocessing made local " + loc_t.shape_str() + "; the model takes [L," +
+                        std::to_string(K) + ",4]");
+      local.insert(local.end(), loc_t.data.begin(), loc_t.data.end());
+    }
   }
   const int B = L > 0 ? int(noisy.size() / (size_t(L) * 3)) : 0;
   std::vector<float> pred(size_t(B) * size_t(std::max<int64_t>(L, 0)) * 3);
   for (int b0 = 0; b0 < B; b0 += batch) {
     const int n = std::min(batch, B - b0);
     model.forward(context.data() + size_t(b0) * size_t(P) * size_t(replay.model.in_channels),
-                  noisy.data() + size_t(b0) * size_t(L) * 3, n, int(P), int(L), pred.data() + size_t(b0) * size_t(L) * 3);
+                  noisy.data() + size_t(b0) * size_t(L) * 3, n, int(P), int(L), pred.data() + size_t(b0) * size_t(L) * 3,
+                  K > 0 ? local.data() + size_t(b0) * size_t(L) * size_t(K) * 4 : nullptr);
   }
 
   // Back to the world: the refined piece is noisy + predicted offset, out of the sample's frame.

@@ -227,7 +227,16 @@ void CheckpointWriter::save(Comm& comm, int world, bool rank0, const LineRefiner
 std::vector<ParamSpec> model_param_specs() {
   return {p_ints("encoder", {64, 128, 512}, "encoder widths (point-wise Conv1d + ReLU); the last is the global feature", 1),
           p_ints("line_mlp", {64, 128}, "line MLP widths", 1),
-          p_ints("regressor", {256, 128}, "regressor hidden widths (a final layer to 3 follows)", 1)};
+          p_ints("regressor", {256, 128}, "regressor hidden widths (a final layer to 3 follows)", 1),
+          p_string("type", "line_refiner",
+                   "line_refiner: the seeds' model (context and the noisy line); line_refiner_local: plus a local "
+                   "branch over the points grouped around each line point (the batch's `local` [B, L, K, 4])",
+                   {"line_refiner", "line_refiner_local"}),
+          p_object("local",
+                   {p_ints("widths", {64, 128}, "local branch widths (point-wise Conv1d + ReLU over the K points, then a max over K)", 1),
+                    p_pos_int("k", 64, "points per line point in the batch's `local` tensor: group_points' k (64 by default)"),
+                    p_int("window", 1, "line points on each side whose local features a line point reads (0: its own only)", 0)},
+                   "line_refiner_local only: the local branch")};
 }
 
 ModelConfig model_config_from(const Params& m) {
@@ -238,6 +247,14 @@ ModelConfig model_config_from(const Params& m) {
   cfg.regressor = ints(m.get_ints("regressor"));
   if (cfg.encoder.empty() || cfg.line_mlp.empty() || cfg.regressor.empty())
     fail(m.where(), "encoder, line_mlp and regressor each need at least one width");
+  // Recorded pipelines from before the local branch have no "type": they are the seeds' model.
+  if (m.has("type") && m.get_string("type") == "line_refiner_local") {
+    const Params l = m.get_object("local");
+    cfg.local = ints(l.get_ints("widths"));
+    cfg.local_k = int(l.get_int("k"));
+    cfg.local_window = int(l.get_int("window"));
+    if (cfg.local.empty()) fail(l.where("widths"), "the local branch needs at least one width");
+  }
   return cfg;
 }
 

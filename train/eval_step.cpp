@@ -98,7 +98,10 @@ class EvalStep : public Stage {
     // The model's workspace is per call here: eval of a live model runs while its trainer waits.
     LineRefiner& m = const_cast<LineRefiner&>(*model_);
     pred_.resize((size_t)B * L * 3);
-    m.forward(context, noisy, B, P, L, pred_.data());
+    // line_refiner_local reads the points grouped around each line point; the model says so
+    // when a batch lacks them.
+    const bool has_local = std::any_of(b->tensors.begin(), b->tensors.end(), [](const BatchTensor& t) { return t.name == "local"; });
+    m.forward(context, noisy, B, P, L, pred_.data(), has_local && m.config().has_local() ? b->host("local") : nullptr);
     auto& ex = out_.examples;
     const bool has_frame = std::any_of(b->tensors.begin(), b->tensors.end(), [](const BatchTensor& t) { return t.name == "frame"; });
     for (int i = 0; i < B && ex.lines.size() < report::kReportExamples; ++i)

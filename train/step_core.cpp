@@ -1,5 +1,6 @@
 #include "train/step_core.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -65,13 +66,34 @@ StepCore::Inputs StepCore::read(const Batch& b) {
     DeviceBatchHandle& h = *b.device;
     const DeviceBatch& d = *h.batch;
     void* st = model_->context().stream;
+    if (cfg_.has_local() && d.K != cfg_.local_k)
+      throw Error("train_step: model.type line_refiner_local reads `local` [B, L, K=" + std::to_string(cfg_.local_k) +
+                  ", 4]; the batches carry " +
+                  (d.K > 0 ? "K=" + std::to_string(d.K) + " (model.local.k must be the grouping stage's K)"
+                           : std::string("none")));
     h.wait_copied(st);
-    model_->load_inputs(d.context, d.noisy_line, d.target_offset, d.B);
+    model_->load_inputs(d.context, d.noisy_line, d.target_offset, d.B, d.local);
     h.release(st);
-    return {model_->input_context(), model_->input_noisy(), model_->input_target(), d.B, true};
+    return {model_->input_context(), model_->input_noisy(), model_->input_target(),
+            cfg_.has_local() ? model_->input_local() : nullptr, d.B, true};
   }
   if (backend_.is_cuda()) throw Error("train_step on a GPU needs batches from a to_device stage (none before it?)");
-  return {b.host("context"), b.host("noisy_line"), b.host("target_offset"), (int)b.size, false};
+  return {b.host("context"), b.host("noisy_line"), b.host("target_offset"), cfg_.has_local() ? local_of(b) : nullptr,
+          (int)b.size, false};
+}
+
+// The batch's `local` [B, L, K, 4] for the local branch, checked against the model's K.
+const float* StepCore::local_of(const Batch& b) const {
+  if (std::none_of(b.tensors.begin(), b.tensors.end(), [](const BatchTensor& t) { return t.name == "local"; }))
+    throw Error("train_step: model.type line_refiner_local reads the batch's `local` tensor (the points grouped "
+                "around each line point, [B, L, K, 4]); this pipeline's batches have none");
+  const BatchTensor& t = b.tensor("local");
+  const int L = (int)b.tensor("noisy_line").shape[1];
+  if (t.shape.size() != 4 || t.shape[1] != L || t.shape[2] != cfg_.local_k || t.shape[3] != cfg_.in_channels)
+    throw Error("train_step: the batch's `local` tensor is not [B, L=" + std::to_string(L) +
+                ", K=" + std::to_string(cfg_.local_k) + ", " + std::to_string(cfg_.in_channels) +
+                "] (model.local.k must be the grouping stage's K)");
+  return b.host("local");
 }
 
 bool StepCore::train(const Batch& b, Trace* trace) {
@@ -79,13 +101,13 @@ bool StepCore::train(const Batch& b, Trace* trace) {
   const int P = (int)b.tensor("context").shape[1], L = (int)b.tensor("noisy_line").shape[1];
   const Inputs in = read(b);
   if (sync_) {
-    sync_->add(in.B, model_->forward_backward(in.context, in.noisy_line, in.target_offset, in.B, P, L));
+    sync_->add(in.B, model_->forward_backward(in.context, in.noisy_line, in.target_offset, in.B, P, L, in.local));
     return false;
   }
   if (in.fixed)
     model_->step_inputs(in.B, *adam_);
   else
-    model_->step(in.context, in.noisy_line, in.target_offset, in.B, P, L, *adam_);
+    model_->step(in.context, in.noisy_line, in.target_offset, in.B, P, L, *adam_, in.local);
   return true;
 }
 

@@ -79,10 +79,12 @@ class StepCore {
  private:
   struct Inputs {
     const float *context, *noisy_line, *target_offset;
+    const float* local;  // [B, L, K, 4] for line_refiner_local; null for the seeds' model
     int B;
     bool fixed;  // in the model's fixed inputs (loaded from a ring slot)
   };
   Inputs read(const Batch& b);
+  const float* local_of(const Batch& b) const;
 
   ModelConfig cfg_;
   Backend backend_;

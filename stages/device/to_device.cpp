@@ -40,7 +40,12 @@ class ToDevice : public Stage {
     if (!ring_) {
       const auto& c = b->tensor("context");
       const auto& n = b->tensor("noisy_line");
-      ring_ = DeviceRing::create(backend_, ring_slots_, (int)b->capacity, (int)c.shape[1], (int)n.shape[1], ModelConfig{});
+      // The ring carries what the batches carry: `local` [B, L, K, 4] too when the pipeline groups
+      // points around the line (the local branch's input).
+      ModelConfig carry;
+      for (const BatchTensor& t : b->tensors)
+        if (t.name == "local" && t.shape.size() == 4) carry.local_k = (int)t.shape[2];
+      ring_ = DeviceRing::create(backend_, ring_slots_, (int)b->capacity, (int)c.shape[1], (int)n.shape[1], carry);
       Stage* self = this;
       ring_->set_on_release([self] { self->wake(); });
     }

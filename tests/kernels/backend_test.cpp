@@ -140,17 +140,15 @@ class ModelOnBackend : public ::testing::TestWithParam<Row> {};
 
 // Loss and every gradient vs the float64 reference model, then steps through the fixed inputs
 // (the CUDA graph at full capacity) and a short batch inside the same workspace, tracked by the
-// CPU model.
-TEST_P(ModelOnBackend, StepMatchesReferenceAndCpuModel) {
-  const Row row = GetParam();
-  const RowStatus st = test::row_status(row);
-  if (st.kind != RowStatus::Runs) GTEST_SKIP() << row.name() << ": " << st.why;
+// CPU model. With `local`, the same with a local branch (K = 6 points per line point, W = 1).
+void expect_step_matches_reference_and_cpu_model(const Row& row, bool local) {
   const double tol = test::row_tolerance(row);
   ModelConfig cfg;
   cfg.encoder = {16, 24, 40};
   cfg.line_mlp = {8, 12};
   cfg.regressor = {20, 10};
-  const int B = 3, P = 50, L = 7;
+  if (local) cfg.local = {8, 12}, cfg.local_k = 6, cfg.local_window = 1;
+  const int B = 3, P = 50, L = 7, K = cfg.local_k;
   LineRefiner m(cfg, 5, row.backend, row.precision);
   const size_t n = m.num_params();
   std::vector<float> w(n);
@@ -159,11 +157,15 @@ TEST_P(ModelOnBackend, StepMatchesReferenceAndCpuModel) {
   using test::rel_err;
   auto ctx = random_vec<float>(size_t(B) * P * 4, 60), line = random_vec<float>(size_t(B) * L * 3, 61),
        tgt = random_vec<float>(size_t(B) * L * 3, 62);
-  Mem mc = Mem::of(m.context(), ctx), ml = Mem::of(m.context(), line), mt = Mem::of(m.context(), tgt);
-  const float loss = m.forward_backward(mc.p<float>(), ml.p<float>(), mt.p<float>(), B, P, L);
+  auto loc = random_vec<float>(size_t(B) * L * K * 4 + 1, 63);  // + 1: never empty
+  Mem mc = Mem::of(m.context(), ctx), ml = Mem::of(m.context(), line), mt = Mem::of(m.context(), tgt),
+      mx = Mem::of(m.context(), loc);
+  const float* lx = local ? mx.p<float>() : nullptr;
+  const float loss = m.forward_backward(mc.p<float>(), ml.p<float>(), mt.p<float>(), B, P, L, lx);
   std::vector<double> gref(n, 0);
   const double lref = line_refiner_reference<double>(cfg, to_d(w).data(), gref.data(), to_d(ctx).data(),
-                                                     to_d(line).data(), to_d(tgt).data(), B, P, L, nullptr);
+                                                     to_d(line).data(), to_d(tgt).data(), B, P, L, nullptr,
+                                                     local ? to_d(loc).data() : nullptr);
   std::vector<float> g(n);
   m.download_grads(g.data());
   EXPECT_NEAR(loss, lref, tol * lref) << row.name();
@@ -177,12 +179,13 @@ TEST_P(ModelOnBackend, StepMatchesReferenceAndCpuModel) {
   for (int s = 0; s < 4; ++s) {
     const int Bs = s == 3 ? 2 : B;
     auto c2 = random_vec<float>(size_t(Bs) * P * 4, 70 + s), l2 = random_vec<float>(size_t(Bs) * L * 3, 80 + s),
-         t2 = random_vec<float>(size_t(Bs) * L * 3, 90 + s);
-    Mem a = Mem::of(m.context(), c2), b2 = Mem::of(m.context(), l2), d = Mem::of(m.context(), t2);
-    m.load_inputs(a.p<float>(), b2.p<float>(), d.p<float>(), Bs);
+         t2 = random_vec<float>(size_t(Bs) * L * 3, 90 + s), x2 = random_vec<float>(size_t(Bs) * L * K * 4 + 1, 95 + s);
+    Mem a = Mem::of(m.context(), c2), b2 = Mem::of(m.context(), l2), d = Mem::of(m.context(), t2),
+        e = Mem::of(m.context(), x2);
+    m.load_inputs(a.p<float>(), b2.p<float>(), d.p<float>(), Bs, local ? e.p<float>() : nullptr);
     m.step_inputs(Bs, adam);
     synchronize(m.context());
-    cpu.step(c2.data(), l2.data(), t2.data(), Bs, P, L, cadam);
+    cpu.step(c2.data(), l2.data(), t2.data(), Bs, P, L, cadam, local ? x2.data() : nullptr);
   }
   int steps = 0;
   const float mean = m.read_loss(&steps);
@@ -212,6 +215,20 @@ TEST_P(ModelOnBackend, StepMatchesReferenceAndCpuModel) {
   EXPECT_GT(dot / std::sqrt(len_m * len_cpu + 1e-300), row.precision == Precision::FP32 ? 0.99 : 0.9)
       << row.name() << ": cosine of the update and the CPU model's";
   EXPECT_EQ(adam.step_count(m.context()), 4);
+}
+
+TEST_P(ModelOnBackend, StepMatchesReferenceAndCpuModel) {
+  const Row row = GetParam();
+  const RowStatus st = test::row_status(row);
+  if (st.kind != RowStatus::Runs) GTEST_SKIP() << row.name() << ": " << st.why;
+  expect_step_matches_reference_and_cpu_model(row, false);
+}
+
+TEST_P(ModelOnBackend, LocalBranchStepMatchesReferenceAndCpuModel) {
+  const Row row = GetParam();
+  const RowStatus st = test::row_status(row);
+  if (st.kind != RowStatus::Runs) GTEST_SKIP() << row.name() << ": " << st.why;
+  expect_step_matches_reference_and_cpu_model(row, true);
 }
 
 // The model runs in float: the rows of every backend in the precisions its GEMMs support.

@@ -342,6 +342,45 @@ struct GlobalLineBackward : Case<GlobalLineBackward> {
   }
 };
 
+// ---- the line window: [line feature, local features of the 2W+1 neighbours] ----------------------
+// L small against W in some shapes, so windows that hang over both ends are exercised.
+struct LineWindowForward : Case<LineWindowForward> {
+  int B, L, F, C, W;
+  LineWindowForward(int b, int l, int f, int c, int w) : B(b), L(l), F(f), C(c), W(w) {}
+  std::string op() const override { return "line_window_forward"; }
+  std::string shape() const override { return dims({{"B", B}, {"L", L}, {"F", F}, {"C", C}, {"W", W}}); }
+  template <class T>
+  void body(Run<T>& r) const {
+    const size_t NL = size_t(B) * L, width = F + size_t(2 * W + 1) * C;
+    const auto &f = r.in("feat", NL * F), &x = r.in("local", NL * C);
+    auto& out = r.out("out", NL * width);
+    out.tol = 0;  // a copy
+    r.reference([&] { line_window_forward_reference(out.ex(), f.hd(), x.hd(), B, L, F, C, W); });
+    r.op([&] { line_window_forward(r.c, out.p(), f.p(), x.p(), B, L, F, C, W); });
+  }
+};
+
+struct LineWindowBackward : Case<LineWindowBackward> {
+  int B, L, F, C, W;
+  bool dfeat;
+  LineWindowBackward(int b, int l, int f, int c, int w, bool d = true) : B(b), L(l), F(f), C(c), W(w), dfeat(d) {}
+  std::string op() const override { return "line_window_backward"; }
+  std::string shape() const override {
+    return dims({{"B", B}, {"L", L}, {"F", F}, {"C", C}, {"W", W}, {"dfeat", dfeat}});
+  }
+  template <class T>
+  void body(Run<T>& r) const {
+    const size_t NL = size_t(B) * L, width = F + size_t(2 * W + 1) * C;
+    const auto& dout = r.in("dout", NL * width);
+    auto& df = r.out("dfeat", dfeat ? NL * F : 0, Writes::Accumulate);
+    auto& dx = r.out("dlocal", NL * C, Writes::Accumulate);
+    r.reference([&] {
+      line_window_backward_reference(dfeat ? df.ex() : nullptr, dx.ex(), dout.hd(), B, L, F, C, W);
+    });
+    r.op([&] { line_window_backward(r.c, dfeat ? df.p() : nullptr, dx.p(), dout.p(), B, L, F, C, W); });
+  }
+};
+
 // ---- loss, optimizer, helpers -----------------------------------------------------------------------
 // Two calls: last = the loss, sum += it twice, count += 2.
 struct MseLoss : Case<MseLoss> {
@@ -489,6 +528,10 @@ inline Cases check_cases() {
       GlobalLineForward(2, 64, 8, 8, 3, false));
   add(v, GlobalLineBackward(1, 1, 3, 2, 5, true), GlobalLineBackward(3, 17, 40, 9, 33, true),
       GlobalLineBackward(2, 64, 8, 8, 3, false), GlobalLineBackward(3, 5, 6, 7, 9, true, false));
+  add(v, LineWindowForward(1, 1, 2, 3, 1), LineWindowForward(3, 17, 9, 8, 1), LineWindowForward(2, 300, 5, 7, 2),
+      LineWindowForward(2, 3, 4, 5, 3), LineWindowForward(2, 6, 3, 4, 0));
+  add(v, LineWindowBackward(1, 1, 2, 3, 1), LineWindowBackward(3, 17, 9, 8, 1), LineWindowBackward(2, 300, 5, 7, 2),
+      LineWindowBackward(2, 3, 4, 5, 3), LineWindowBackward(2, 6, 3, 4, 0, false));
   add(v, MseLoss(1), MseLoss(1001), MseBackward(1001, 1), MseBackward(12, 0.25));
   add(v, AdamStep(777, 5, 0.01f), AdamStep(5, 2, 0.f));
   add(v, Fill(1001, 0.37f), Fill(1, -2.5f));
@@ -508,6 +551,15 @@ inline Cases perf_cases() {
   add(v, LinearReluMaxForward(B, P, 128, 512, false), CompactArgmaxRows(B, P, 512), GatherRows(NP / 6, NP, 128),
       LinearReluMaxBackward(B, P, 128, 512));
   add(v, GlobalLineForward(B, L, 512, 128, 256, true), GlobalLineBackward(B, L, 512, 128, 256, true));
+  // the local branch (line_refiner_local: K = 32 points per line point, 64-128, W = 1): its layers
+  // over the B*L groups, its window, and the regressor's first layer reading it
+  const int K = 32;
+  const int64_t NLK = NL * K;
+  add(v, LinearForward(NLK, 4, 64, true), LinearReluMaxForward(int(NL), K, 64, 128, false),
+      CompactArgmaxRows(int(NL), K, 128), GatherRows(NLK, NLK, 64), LinearReluMaxBackward(int(NL), K, 64, 128),
+      LinearBackward(NLK, 4, 64, true, false));
+  add(v, LineWindowForward(B, L, 128, 128, 1), LineWindowBackward(B, L, 128, 128, 1),
+      GlobalLineForward(B, L, 512, 512, 256, true), GlobalLineBackward(B, L, 512, 512, 256, true));
   add(v, MseLoss(NL * 3), MseBackward(NL * 3, 1), AdamStep(280643, 1, 0.f), Fill(280643, 0.f),
       Axpby(280643, 1.f, 1.f));
   return v;

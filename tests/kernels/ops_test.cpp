@@ -286,6 +286,35 @@ TEST(KernelGlobalLineLinear, FastMatchesConcatThenLinearReferenceFloat) {
   EXPECT_LT(rel_err(dbf, dbr), 1e-5);
 }
 
+// W = 2 over L = 3: windows hang over both ends of every line.
+TEST(KernelLineWindow, LayoutIsFeatThenNeighboursAndBackwardMatchesFiniteDifferencesDouble) {
+  for (int W : {0, 1, 2}) {
+    const int B = 2, L = 3, F = 2, C = 3, width = F + (2 * W + 1) * C;
+    auto f = random_vec<double>(B * L * F, 100), x = random_vec<double>(B * L * C, 101),
+         R = random_vec<double>(B * L * width, 102);
+    std::vector<double> out(B * L * width);
+    auto loss = [&] {
+      line_window_forward(kCpu, out.data(), f.data(), x.data(), B, L, F, C, W);
+      return dot(out, R);
+    };
+    loss();
+    // row (b=1, l=0): its feature, then local[l-W .. l+W] of sample 1, zeros before the start
+    const double* row = out.data() + (1 * L + 0) * width;
+    EXPECT_EQ(row[1], f[(1 * L + 0) * F + 1]);
+    for (int j = 0; j <= 2 * W; ++j) {
+      const int m = j - W;
+      EXPECT_EQ(row[F + j * C + 2], m < 0 || m >= L ? 0.0 : x[(1 * L + m) * C + 2]) << "W " << W << " slot " << j;
+    }
+    std::vector<double> ref(out.size());
+    line_window_forward_reference(ref.data(), f.data(), x.data(), B, L, F, C, W);
+    EXPECT_EQ(out, ref);
+    std::vector<double> df(f.size(), 0.0), dx(x.size(), 0.0);
+    line_window_backward(kCpu, df.data(), dx.data(), R.data(), B, L, F, C, W);
+    EXPECT_LT(rel_err(df, numeric_grad(f, loss)), kFdTol) << "W " << W;
+    EXPECT_LT(rel_err(dx, numeric_grad(x, loss)), kFdTol) << "W " << W;
+  }
+}
+
 TEST(KernelMse, ValueAndBackwardMatchFiniteDifferences) {
   const std::vector<double> p0 = {1, 2, 3, 4}, t = {0, 2, 5, 3.5};
   double sum = 0.5, last = 0;  // the op's bookkeeping: last = loss, sum += loss, count += 1

@@ -1,7 +1,8 @@
 // One step of the model against PyTorch at the default size (B = 64, P = 1024, L = 32): loss,
 // prediction and every gradient vs PyTorch's LineRefiner in float64 (tests/kernels/pytorch_parity.py,
 // Debian's python3-torch; skipped, saying so, without it), the max over points taken at our
-// argmax and the near-ties where float64 would pick another point counted.
+// argmax and the near-ties where float64 would pick another point counted; the same for the model
+// with the default local branch (K = 64 points per line point).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -18,9 +19,12 @@
 namespace sl {
 namespace {
 
-TEST(PyTorchParity, DefaultSizeStepMatchesFloat64WithTheMaximaAtOurArgmax) {
-  const int B = 64, P = 1024, L = 32;
-  LineRefiner m(ModelConfig{}, 42);
+// local: the model with the default local branch (64-128, K = 64 as group_points makes by default, W = 1), local [B,L,K,4] random.
+void expect_parity_at_default_size(bool local) {
+  const int B = 64, P = 1024, L = 32, K = 64;
+  ModelConfig cfg;
+  if (local) cfg.local = {64, 128}, cfg.local_k = K, cfg.local_window = 1;
+  LineRefiner m(cfg, 42);
   // Uniform in (-1, 1): with these draws float32 picks another point than float64 for one
   // channel's maximum (a near-tie), which the check must tell from an error.
   std::mt19937 rng(3);
@@ -28,7 +32,9 @@ TEST(PyTorchParity, DefaultSizeStepMatchesFloat64WithTheMaximaAtOurArgmax) {
   std::vector<float> ctx(size_t(B) * P * 4), line(size_t(B) * L * 3), tgt(size_t(B) * L * 3);
   for (auto* v : {&ctx, &line, &tgt})
     for (float& x : *v) x = u(rng);
-  float loss = m.forward_backward(ctx.data(), line.data(), tgt.data(), B, P, L);
+  std::vector<float> loc(local ? size_t(B) * L * K * 4 : 0);
+  for (float& x : loc) x = u(rng);
+  float loss = m.forward_backward(ctx.data(), line.data(), tgt.data(), B, P, L, local ? loc.data() : nullptr);
   const int G = m.config().encoder.back();
   StFile f;
   for (const ParamInfo& p : m.params()) {
@@ -42,6 +48,15 @@ TEST(PyTorchParity, DefaultSizeStepMatchesFloat64WithTheMaximaAtOurArgmax) {
   f.tensors["output.loss"] = st_view_f32(&loss, {});
   f.tensors["output.argmax"] = {"I32", {B, G},
                                 std::string_view(reinterpret_cast<const char*>(m.last_argmax()), size_t(B) * G * 4)};
+  const float window = float(cfg.local_window);
+  if (local) {
+    const int C = cfg.local.back();
+    f.tensors["input.local"] = st_view_f32(loc.data(), {B, L, K, 4});
+    f.tensors["input.window"] = st_view_f32(&window, {1});
+    f.tensors["output.local_argmax"] = {
+        "I32", {B, L, C},
+        std::string_view(reinterpret_cast<const char*>(m.last_local_argmax()), size_t(B) * L * C * 4)};
+  }
   const auto dir = std::filesystem::temp_directory_path() / ("sl_parity_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string dump = (dir / "step.safetensors").string();
@@ -54,6 +69,12 @@ TEST(PyTorchParity, DefaultSizeStepMatchesFloat64WithTheMaximaAtOurArgmax) {
   EXPECT_EQ(status, 0) << out;
   EXPECT_NE(out.find("PARITY OK"), std::string::npos) << out;
   std::printf("%s", out.c_str());
+}
+
+TEST(PyTorchParity, DefaultSizeStepMatchesFloat64WithTheMaximaAtOurArgmax) { expect_parity_at_default_size(false); }
+
+TEST(PyTorchParity, LocalBranchDefaultSizeStepMatchesFloat64WithBothMaximaAtOurArgmax) {
+  expect_parity_at_default_size(true);
 }
 
 }  // namespace
