@@ -320,14 +320,12 @@ struct Hit {
 // One ray from o along the unit vector d, against the surface (with the curb face) and `obj`: the
 // first hit within max_t, after the dropout draw and with range noise, or false. The RNG draws, in
 // order: the foliage's, the dropout's, the noise's (the sweep kind's bytes depend on this order).
-bool cast_ray(const World& w, const Objects& obj, const GenConfig& cfg, const double o[3], const double d[3],
-              double max_t, Rng& rng, Hit* h) {
+// The ray's first meeting with the surface, or 1e30: the ground; beyond the curb line the surface
+// is raised, and a ray that reaches the raised zone below its top crosses the curb's vertical face
+// first (*mat kCurbFace, else unchanged).
+double surface_hit(const World& w, const double o[3], const double d[3], Material* mat) {
   auto hit_surface = [&](double lift) { return w.map_kind ? hit_ground_converged(w, o, d, lift) : hit_ground(w, o, d, lift); };
   double t = 1e30;
-  Material mat = kAsphalt;
-  double refl = 0;
-  // Surface: ground; beyond the curb line the surface is raised, and a ray that reaches
-  // the raised zone below its top crosses the curb's vertical face first.
   double tg = hit_surface(0);
   if (tg > 0) {
     const double gx = o[0] + tg * d[0], gy = o[1] + tg * d[1];
@@ -343,10 +341,22 @@ bool cast_ray(const World& w, const Objects& obj, const GenConfig& cfg, const do
           const double mid = 0.5 * (lo + hi);
           (w.abs_u(o[0] + mid * d[0], o[1] + mid * d[1]) >= w.curb_u ? hi : lo) = mid;
         }
-        t = hi, mat = kCurbFace;
+        t = hi, *mat = kCurbFace;
+        // A ray that crosses the curb line above the curb's top (a near-horizontal ray whose raised
+        // hit Newton missed) meets no face there. The sweep kind keeps such phantom returns, so that
+        // its bytes stay those of the published results; the map kind leaves them out.
+        if (w.map_kind && o[2] + t * d[2] > w.ground(o[0] + t * d[0], o[1] + t * d[1]) + w.curb_h) t = 1e30, *mat = kAsphalt;
       }
     }
   }
+  return t;
+}
+
+bool cast_ray(const World& w, const Objects& obj, const GenConfig& cfg, const double o[3], const double d[3],
+              double max_t, Rng& rng, Hit* h) {
+  Material mat = kAsphalt;
+  double refl = 0;
+  double t = surface_hit(w, o, d, &mat);
   for (const Pole& p : obj.poles) {
     const double tp = hit_pole(p, o, d);
     if (tp > 0 && tp < t) t = tp, mat = kPole;
@@ -449,10 +459,11 @@ PointCloud sweep_cloud(const GenConfig& cfg, const World& w, Rng& rng) {
 }
 
 // The map's corridor in road coordinates: |s| <= S, |u| <= U. exit_distance gives how far a
-// horizontal ray from (px, py) inside it along the unit (dx, dy) stays inside: the first crossing of
-// its boundary (lines s = +-S and u = +-U on a straight road; on an arc the circles |R| +- U and the
-// radii at s = +-S, a convex wedge while 2 S / |R| < pi, else those radii are left out: farther,
-// never nearer).
+// horizontal ray from (px, py) inside it along the unit (dx, dy) can still meet it: where it leaves a
+// convex region holding the corridor, after which it cannot come back. On a straight road that is
+// the corridor itself (lines s = +-S, u = +-U); on an arc, the disc of radius |R| + U cut by the
+// radii at s = +-S (a convex wedge while 2 S / |R| < pi; else those radii are left out), since a
+// ray can leave an annulus inwards and meet it again across the curve.
 struct Corridor {
   double S, U;
   bool inside(const Road& road, double x, double y) const {
@@ -478,11 +489,6 @@ struct Corridor {
     const double b = qx * ex + qy * ey, q2 = qx * qx + qy * qy;
     const double ro = aR + U;
     t = std::max(0.0, -b + std::sqrt(std::max(0.0, b * b - (q2 - ro * ro))));
-    const double ri = aR - U;
-    if (ri > 0) {
-      const double disc = b * b - (q2 - ri * ri);
-      if (disc >= 0 && -b - std::sqrt(disc) > 0) t = std::min(t, -b - std::sqrt(disc));
-    }
     if (2 * S / aR < kPi) {
       const double sg = R > 0 ? 1 : -1;
       for (double side : {1.0, -1.0}) {
@@ -501,34 +507,53 @@ struct Corridor {
 
 // The map kind: sweeps along the drive, registered with their pose errors, merged in sweep order,
 // voxel-downsampled.
-PointCloud map_cloud(const GenConfig& cfg, const World& w, uint64_t seed) {
-  const Corridor corridor{cfg.line_half_length + cfg.map_margin, w.curb_u + cfg.map_margin};
-  const int n_sweeps = std::max(1, (int)std::floor(2 * cfg.line_half_length / cfg.map_sweep_spacing + 1e-9) + 1);
-  const int n_az = std::max(1, (int)std::lround(360.0 / cfg.map_azimuth_step_deg));
-  const std::vector<double> elev = ring_elevations(cfg);
-  // Nearest horizontal distance at which a ring can meet the surface: the ground rises at most by the
-  // plane's slope times the distance plus twice the waves' amplitudes, and the curb's height.
-  double waves = 0;
-  for (int k = 0; k < 3; ++k) waves += 2 * std::fabs(w.wa[k]);
-  const double slope = std::hypot(w.sx, w.sy), clearance = cfg.sensor_height - waves - w.curb_h;
-  std::vector<double> reach(elev.size());  // the ring's nearest surface distance, or infinity
-  std::vector<double> horizontal(elev.size());  // horizontal distance at map_range
-  std::vector<double> cos_e(elev.size()), sin_e(elev.size());
-  for (size_t r = 0; r < elev.size(); ++r) {
-    cos_e[r] = std::cos(elev[r]), sin_e[r] = std::sin(elev[r]);
-    const double down = -std::tan(elev[r]) + slope;
-    reach[r] = clearance <= 0 ? 0.0 : down > 0 ? clearance / down : INFINITY;
-    horizontal[r] = cfg.map_range * std::cos(elev[r]);
+// The geometry every sweep of a map scene shares: its corridor, its rings, and which rays it casts.
+struct SweepPlan {
+  Corridor corridor;
+  int n_sweeps, n_az;
+  std::vector<double> cos_e, sin_e;
+  std::vector<double> reach;       // per ring: the nearest horizontal distance it can meet the surface at
+  std::vector<double> horizontal;  // per ring: the horizontal distance at map_range
+
+  SweepPlan(const GenConfig& cfg, const World& w)
+      : corridor{cfg.line_half_length + cfg.map_margin, w.curb_u + cfg.map_margin},
+        n_sweeps(std::max(1, (int)std::floor(2 * cfg.line_half_length / cfg.map_sweep_spacing + 1e-9) + 1)),
+        n_az(std::max(1, (int)std::lround(360.0 / cfg.map_azimuth_step_deg))) {
+    // Relative to the ground below the sensor, the surface rises at most by the plane's slope times
+    // the distance, twice the waves' amplitudes and the curb's height.
+    double waves = 0;
+    for (int k = 0; k < 3; ++k) waves += 2 * std::fabs(w.wa[k]);
+    const double slope = std::hypot(w.sx, w.sy), clearance = cfg.sensor_height - waves - w.curb_h;
+    for (double e : ring_elevations(cfg)) {
+      cos_e.push_back(std::cos(e)), sin_e.push_back(std::sin(e));
+      const double down = -std::tan(e) + slope;
+      reach.push_back(clearance <= 0 ? 0.0 : down > 0 ? clearance / down : INFINITY);
+      horizontal.push_back(cfg.map_range * std::cos(e));
+    }
   }
-  std::vector<PointCloud> sweeps(static_cast<size_t>(n_sweeps));
+  // Sweep k's sensor: in the vehicle's lane, sensor_height above the ground.
+  std::array<double, 3> sensor(const GenConfig& cfg, const World& w, int k) const {
+    std::array<double, 3> o;
+    w.road.to_world(-cfg.line_half_length + k * cfg.map_sweep_spacing, w.ego_u, &o[0], &o[1]);
+    o[2] = w.ground(o[0], o[1]) + cfg.sensor_height;
+    return o;
+  }
+  // Whether ring r is cast along a column whose horizontal ray leaves the corridor after `exit` m:
+  // only if it can meet the surface before leaving it and within range.
+  bool casts(size_t r, double exit) const { return reach[r] < std::min(exit, horizontal[r]); }
+};
+
+PointCloud map_cloud(const GenConfig& cfg, const World& w, uint64_t seed) {
+  const SweepPlan plan(cfg, w);
+  const Corridor& corridor = plan.corridor;
+  const int n_az = plan.n_az;
+  std::vector<PointCloud> sweeps(static_cast<size_t>(plan.n_sweeps));
   tbb::this_task_arena::isolate([&] {  // a waiting thread takes no other scene: bounded memory
-    tbb::parallel_for(tbb::blocked_range<int>(0, n_sweeps, 1), [&](const tbb::blocked_range<int>& range) {
+    tbb::parallel_for(tbb::blocked_range<int>(0, plan.n_sweeps, 1), [&](const tbb::blocked_range<int>& range) {
       for (int k = range.begin(); k < range.end(); ++k) {
         Rng rng(mix_seed(seed, uint64_t(k)));
-        const double s = -cfg.line_half_length + k * cfg.map_sweep_spacing;
-        double o[3];
-        w.road.to_world(s, w.ego_u, &o[0], &o[1]);
-        o[2] = w.ground(o[0], o[1]) + cfg.sensor_height;
+        const std::array<double, 3> sensor = plan.sensor(cfg, w, k);
+        const double* o = sensor.data();
         const Registration registered(draw_pose_error(cfg, rng), {o[0], o[1], o[2]});
         // What lies within range (an object farther than that can only be hit beyond it).
         Objects near;
@@ -543,9 +568,9 @@ PointCloud map_cloud(const GenConfig& cfg, const World& w, uint64_t seed) {
         for (int a = 0; a < n_az; ++a) {
           const double az = az0 + 2 * kPi * a / n_az, ca = std::cos(az), sa = std::sin(az);
           const double exit = corridor.exit_distance(w.road, o[0], o[1], ca, sa);
-          for (size_t r = 0; r < elev.size(); ++r) {
-            if (!(reach[r] < std::min(exit, horizontal[r]))) continue;  // its surface return would leave the map
-            const double d[3] = {cos_e[r] * ca, cos_e[r] * sa, sin_e[r]};
+          for (size_t r = 0; r < plan.reach.size(); ++r) {
+            if (!plan.casts(r, exit)) continue;  // its surface return would leave the map
+            const double d[3] = {plan.cos_e[r] * ca, plan.cos_e[r] * sa, plan.sin_e[r]};
             Hit h;
             if (!cast_ray(w, near, cfg, o, d, cfg.map_range, rng, &h)) continue;
             const auto p = registered({h.x, h.y, h.z});
@@ -598,6 +623,38 @@ std::array<double, 3> apply_pose_error(const PoseError& e, const std::array<doub
 double pose_error_bound(const GenConfig& cfg) {
   // |t| <= sqrt(3) T; a rotation by |r| <= sqrt(3) A moves a point at distance d by <= |r| d.
   return std::sqrt(3.0) * cfg.map_pose_translation + std::sqrt(3.0) * (cfg.map_pose_rotation_deg * kPi / 180) * cfg.map_range;
+}
+
+MapCullCheck map_cull_check(const GenConfig& cfg, uint64_t seed, int sweep) {
+  Rng rng(seed);
+  World w = make_world(cfg, rng);
+  w.map_kind = true;
+  const SweepPlan plan(cfg, w);
+  const std::array<double, 3> o = plan.sensor(cfg, w, sweep);
+  MapCullCheck out;
+  const int columns = 4 * plan.n_az;  // finer than the sweep's own columns: any phase
+  for (int a = 0; a < columns; ++a) {
+    const double az = 2 * kPi * (a + 0.5) / columns, ca = std::cos(az), sa = std::sin(az);
+    const double exit = plan.corridor.exit_distance(w.road, o[0], o[1], ca, sa);
+    // A plain march along the column's horizontal ray (5 cm steps, to map_range): no corridor point
+    // lies beyond the exit distance.
+    for (double m = 0; m <= cfg.map_range; m += 0.05)
+      if (plan.corridor.inside(w.road, o[0] + m * ca, o[1] + m * sa)) out.inside_beyond_exit = std::max(out.inside_beyond_exit, m - exit);
+    for (size_t r = 0; r < plan.reach.size(); ++r) {
+      const double d[3] = {plan.cos_e[r] * ca, plan.cos_e[r] * sa, plan.sin_e[r]};
+      Material mat = kAsphalt;
+      const double t = surface_hit(w, o.data(), d, &mat);
+      const bool kept = t <= cfg.map_range && plan.corridor.inside(w.road, o[0] + t * d[0], o[1] + t * d[1]);
+      if (plan.casts(r, exit)) {
+        ++out.cast;
+      } else {
+        ++out.culled;
+        out.culled_but_kept += kept;
+      }
+      out.kept += kept;
+    }
+  }
+  return out;
 }
 
 uint64_t scene_seed(const GenConfig& cfg, int split, int index) {

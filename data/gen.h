@@ -35,7 +35,7 @@
 //    Markings are worn there: each has its own paint reflectivity, fading along it and worn through
 //    in patches. A sweep casts only the rays that can meet the surface inside the corridor and the
 //    range (the others could only return points the map leaves out, or parts of objects that no
-//    downward ray sees, e.g. pole tops): ~23 k rays a sweep instead of 38 k.
+//    downward ray sees, e.g. pole tops): about 60% of its 38 k rays (map_cull_check tests this).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -115,6 +115,18 @@ std::array<double, 3> apply_pose_error(const PoseError& e, const std::array<doub
 // How far the error can move a point within map_range of its sensor: sqrt(3) (T + A map_range),
 // A in rad (the defaults: 1.21 cm + 0.73 cm = 1.94 cm).
 double pose_error_bound(const GenConfig& cfg);
+
+// The check of a map sweep's ray cull against casting every ray: for sweep `sweep` of the map scene
+// `seed`, rays over every ring and 4x the sweep's columns, each met with the surface alone (no
+// objects): the rays the sweep would cast or cull, those whose surface point the map keeps (within
+// map_range, in the corridor), how many of those the cull drops (0: it drops only what the map leaves
+// out or what objects hide), and how far beyond the exit distance the cull assumes a 5 cm march along
+// a column finds corridor (<= 0: none).
+struct MapCullCheck {
+  int64_t cast = 0, culled = 0, kept = 0, culled_but_kept = 0;
+  double inside_beyond_exit = -1e30;
+};
+MapCullCheck map_cull_check(const GenConfig& cfg, uint64_t seed, int sweep);
 
 // The evidence figure (data/evidence.h) of every scene of a split, train then val, as generated.
 struct DatasetEvidence {
