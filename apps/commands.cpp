@@ -278,8 +278,8 @@ void add_commands(CLI::App& app) {
   c.gen = app.add_subcommand("gen-data", "generate the synthetic LiDAR dataset: ROOT/{train,val}/scene_NNNN.{<cloud>,json}");
   c.gen->add_option("root", c.g.root, "output folder")->required();
   c.gen->add_option("--kind", c.g.kind,
-                    "map (default): an accumulated map per scene, sweeps every 0.75 m along the drive registered with "
-                    "<= 2 cm pose error, merged and voxel-downsampled to 5 cm; sweep: one LiDAR sweep per scene")
+                    "map (default): an accumulated map per scene, a sweep every 1 m along the drive within 30 m, registered "
+                    "with <= 2 cm pose error, merged and voxel-downsampled to 5 cm; sweep: one LiDAR sweep per scene")
       ->check(CLI::IsMember({"map", "sweep"}));
   c.gen->add_option("--seed", c.g.seed, "dataset seed (the bytes depend only on the seed and the counts)");
   c.gen->add_option("--train", c.g.train, "training scenes")->check(CLI::NonNegativeNumber);

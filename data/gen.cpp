@@ -663,6 +663,9 @@ uint64_t scene_seed(const GenConfig& cfg, int split, int index) {
 
 SyntheticScene generate_scene(const GenConfig& cfg, uint64_t seed) {
   if (cfg.kind != "map" && cfg.kind != "sweep") fail("gen-data --kind", "unknown kind \"" + cfg.kind + "\" (map or sweep)");
+  if (cfg.kind == "map" && !(cfg.map_sweep_spacing > 0 && cfg.map_range > 0 && cfg.map_azimuth_step_deg > 0 && cfg.map_voxel > 0 &&
+                             cfg.map_margin >= 0 && cfg.line_half_length >= 0))
+    fail("gen-data", "the map kind needs a positive sweep spacing, range, azimuth step and voxel, and a margin >= 0");
   Rng rng(seed);
   World w = make_world(cfg, rng);
   SyntheticScene out;

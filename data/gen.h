@@ -65,7 +65,7 @@ struct GenConfig {
   // The map kind (see above).
   float map_sweep_spacing = 1.0f;     // m driven between sweeps (10 Hz at 36 km/h)
   float map_range = 30.f;             // m; a sweep's farther returns are left out of the map
-  float map_azimuth_step_deg = 0.6f;  // a map sweep's column step: 600 columns (the voxels need no more)
+  float map_azimuth_step_deg = 0.6f;  // a map sweep's column step: 600 columns (900 fill 12% more voxels, same evidence)
   float map_voxel = 0.05f;            // m, the voxel filter's cell
   float map_margin = 5.f;             // m of corridor kept beyond the line ends and the curbs
   float map_pose_translation = 0.007f;   // m: each sweep's position error, uniform in +-this per axis

@@ -243,7 +243,13 @@ TEST(GenKind, MapRayCullLosesNoSurfacePointTheMapKeeps) {
   EXPECT_GT(kept, 100000);
 }
 
-TEST(GenKind, AnUnknownKindIsAnError) {
+TEST(GenKind, AnUnknownKindOrAnEmptyMapSettingIsAnError) {
+  GenConfig bad;
+  bad.map_sweep_spacing = 0;  // would never advance
+  EXPECT_THROW(generate_scene(bad, 1), Error);
+  bad = GenConfig{};
+  bad.map_voxel = -0.05f;
+  EXPECT_THROW(generate_scene(bad, 1), Error);
   GenConfig g;
   g.kind = "mesh";
   try {
