@@ -48,7 +48,8 @@ std::string shell(const char* cmd) {
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 15;
   const std::string out_path = argc > 2 ? argv[2] : "bench/results/geometry.md";
-  const sl::GenConfig cfg;
+  sl::GenConfig cfg;
+  cfg.kind = "sweep";  // the recorded results are on a sweep
   const float radius = 2.0f;
   const int P = 1024, L = 32;
   const auto sc = sl::generate_scene(cfg, sl::scene_seed(cfg, 0, 0));

@@ -24,8 +24,8 @@
 //
 // usage: bench_preprocess_pcl [DATA_ROOT] [--reps N] [--epochs E] [--no-numpy] [--no-group] [--no-tile | --only-tile]
 //                             [--tile-reps N]  (the tile section's reps; default min(--reps, 3))
-//        (DATA_ROOT default: /tmp/sl_bench_preprocess, generated with the default GenConfig
-//        when it has no train/ folder)
+//        (DATA_ROOT default: /tmp/sl_bench_preprocess, generated with the default GenConfig of the
+//        sweep kind, as the recorded results were, when it has no train/ folder)
 #include <pcl/filters/crop_box.h>
 #include <pcl/filters/random_sample.h>
 #include <pcl/io/pcd_io.h>
@@ -367,7 +367,9 @@ int main(int argc, char** argv) {
   }
   if (!fs::is_directory(root + "/train")) {
     std::fprintf(stderr, "generating the default dataset in %s\n", root.c_str());
-    sl::generate_dataset(root, sl::GenConfig{});
+    sl::GenConfig g;
+    g.kind = "sweep";
+    sl::generate_dataset(root, g);
   }
   const int n_cores = (int)std::max(1u, std::thread::hardware_concurrency());
   if (tile_reps == 0) tile_reps = std::min(reps, 3);  // each rep is 2 child runs of a 20 M-point tile

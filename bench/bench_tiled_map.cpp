@@ -178,6 +178,7 @@ int main(int argc, char** argv) {
   }
   if (!fs::exists(fs::path(root) / "train")) {
     sl::GenConfig g;
+    g.kind = "sweep";  // the recorded results are on sweeps
     g.map = "lanelet2";
     g.tile_size = tile;
     g.train_scenes = scenes;

@@ -182,11 +182,8 @@ std::array<double, 3> scene_offset(const GenConfig& cfg, int split, int index) {
   return {o[0] + cfg.map_spacing * (k % cols), o[1] + cfg.map_spacing * (k / cols), o[2]};
 }
 
-void generate_map_dataset(const std::string& root, const GenConfig& cfg) {
-  if (cfg.tile_size > 0) {
-    generate_tiled_map_dataset(root, cfg);
-    return;
-  }
+DatasetEvidence generate_map_dataset(const std::string& root, const GenConfig& cfg) {
+  if (cfg.tile_size > 0) return generate_tiled_map_dataset(root, cfg).evidence;
   const MapSetup setup = map_setup(root, cfg);
   const CloudFormat& format = *setup.format;
   const Projection& utm = setup.utm;
@@ -197,17 +194,22 @@ void generate_map_dataset(const std::string& root, const GenConfig& cfg) {
     if (ec) fail(root + "/" + split, "cannot create directory: " + ec.message());
   }
   std::vector<SceneLines> scenes(jobs.size());
+  std::vector<EvidenceReport> evidence(jobs.size());
   tbb::parallel_for(size_t(0), jobs.size(), [&](size_t j) {
     const Job job = jobs[j];
     char name[32];
     std::snprintf(name, sizeof name, "scene_%04d", job.index);
     const std::string split = job.split == 0 ? "train" : "val";
     SyntheticScene sc = generate_scene(cfg, scene_seed(cfg, job.split, job.index));
+    evidence[j] = line_evidence(sc.cloud, sc.lines);
     sc.cloud.origin = scene_offset(cfg, job.split, job.index);
     format.write(root + "/" + split + "/" + name + format.extension, sc.cloud);
     scenes[j] = {split + "/" + name, sc.cloud.origin, std::move(sc.lines), std::move(sc.line_subtype)};
   });
   write_file_atomic(map_path(root, cfg), cfg.map == "lanelet2" ? lanelet2_text(scenes, utm) : geojson_text(scenes, utm));
+  DatasetEvidence out;
+  for (size_t j = 0; j < jobs.size(); ++j) out.split[jobs[j].split] += evidence[j];
+  return out;
 }
 
 }  // namespace sl
@@ -223,12 +225,15 @@ TileCounts generate_tiled_map_dataset(const std::string& root, const GenConfig& 
   const Projection& utm = setup.utm;
   const std::vector<Job>& jobs = setup.jobs;
   std::vector<SyntheticScene> made(jobs.size());
+  std::vector<EvidenceReport> evidence(jobs.size());
   tbb::parallel_for(size_t(0), jobs.size(), [&](size_t j) {
     made[j] = generate_scene(cfg, scene_seed(cfg, jobs[j].split, jobs[j].index));
+    evidence[j] = line_evidence(made[j].cloud, made[j].lines);
     made[j].cloud.origin = scene_offset(cfg, jobs[j].split, jobs[j].index);
   });
 
   TileCounts counts;
+  for (size_t j = 0; j < jobs.size(); ++j) counts.evidence.split[jobs[j].split] += evidence[j];
   const double t = cfg.tile_size;
   // Every point of a split's scenes into its grid cell, in scene then point order.
   using Cell = std::pair<int64_t, int64_t>;

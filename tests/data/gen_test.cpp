@@ -21,8 +21,9 @@ fs::path temp_dir(const std::string& tag) {
   fs::remove_all(p);
   return p;
 }
-sl::GenConfig small_config() {  // fewer rings and columns: fast, still every feature
+sl::GenConfig small_config() {  // a sweep of fewer rings and columns: fast, still every feature
   sl::GenConfig c;
+  c.kind = "sweep";
   c.train_scenes = 2, c.val_scenes = 1, c.rings = 16, c.azimuth_step_deg = 0.8f;
   return c;
 }
@@ -123,8 +124,10 @@ TEST(Gen, LinesJsonFileRoundTripsFloatsExactly) {
 
 // Default config, several scenes: sizes in the intended range, 4-8 lines, both categories,
 // vertices ~1.5 m apart, all coordinates finite.
+// (Sweeps: the sizes are a sweep's; tests/data/gen_kind_test.cpp holds the map kind.)
 TEST(Gen, DefaultScenesHaveIntendedSizeLinesAndSpacing) {
-  const sl::GenConfig cfg;
+  sl::GenConfig cfg;
+  cfg.kind = "sweep";
   for (int i = 0; i < 3; ++i) {
     const auto sc = sl::generate_scene(cfg, sl::scene_seed(cfg, 0, i));
     EXPECT_GE(sc.cloud.size(), 60000u);
@@ -154,7 +157,8 @@ TEST(Gen, DefaultScenesHaveIntendedSizeLinesAndSpacing) {
 // points are marking returns (intensity > 0.4; dashed lines are bright a third of their
 // length), while 0.5-1.5 m beside it almost none are, and the mean intensity is > 2x higher.
 TEST(Gen, LaneMarkingLinesLieOnHighIntensityPoints) {
-  const sl::GenConfig cfg;
+  sl::GenConfig cfg;
+  cfg.kind = "sweep";
   int lines_checked = 0;
   for (int i = 0; i < 4; ++i) {
     const auto sc = sl::generate_scene(cfg, sl::scene_seed(cfg, 0, i));
@@ -185,7 +189,8 @@ TEST(Gen, LaneMarkingLinesLieOnHighIntensityPoints) {
 // Curbs are height steps of 0.12-0.15 m: beside the curb line, the ground on one side sits at
 // the line's z (sidewalk top) and on the other ~curb height below it (road).
 TEST(Gen, CurbLinesAreHeightSteps) {
-  const sl::GenConfig cfg;
+  sl::GenConfig cfg;
+  cfg.kind = "sweep";
   for (int i = 0; i < 4; ++i) {
     const auto sc = sl::generate_scene(cfg, sl::scene_seed(cfg, 0, i));
     const auto index = sl::GridIndex::build(sc.cloud, 1.5f);

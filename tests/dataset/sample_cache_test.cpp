@@ -166,7 +166,7 @@ std::string geometry_chain(const std::string& root, const std::string& sink) {
 TEST(SampleCache, GeneratedScenesRoundTripThroughWriteSamplesAndReadSamplesInOrder) {
   test::TempDir dir;
   GenConfig cfg;
-  cfg.train_scenes = 2, cfg.val_scenes = 0, cfg.rings = 16, cfg.azimuth_step_deg = 0.8f;
+  cfg.kind = "sweep", cfg.train_scenes = 2, cfg.val_scenes = 0, cfg.rings = 16, cfg.azimuth_step_deg = 0.8f;
   generate_dataset(dir.path("data"), cfg);
   const std::string root = dir.path("data") + "/train", cache = dir.path("cache.safetensors");
 

@@ -83,7 +83,7 @@ class Dist : public ::testing::Test {
     fs::remove_all(root_);
     fs::create_directories(root_);
     const std::string cli = q(SL_CLI_PATH);
-    Ran g = sh(root_, cli + " gen-data ds --seed 3 --train 4 --val 1");
+    Ran g = sh(root_, cli + " gen-data ds --kind sweep --seed 3 --train 4 --val 1");  // the tolerances above were measured on sweeps
     ASSERT_EQ(g.code, 0) << g.err;
     Ran c = sh(root_, cli + " run " + q(std::string(SL_SOURCE_DIR) + "/pipelines/preprocess_to_cache.json") +
                           " -q --set scan.root=ds/train --set write.path=cache.safetensors --set epochs=2");
@@ -494,7 +494,7 @@ TEST_F(Dist, TheEndOfRunSummaryAddsUpEveryRanksFiguresToOneProcesss) {
 TEST_F(Dist, TiledMapEpochCountsAreSummedOverTheRanks) {
   const std::string d = sub("tiles");
   const std::string cli = q(SL_CLI_PATH);
-  Ran g = sh(d, cli + " gen-data map --map lanelet2 --tile-size 40 --train 2 --val 1 --seed 4");
+  Ran g = sh(d, cli + " gen-data map --kind sweep --map lanelet2 --tile-size 40 --train 2 --val 1 --seed 4");
   ASSERT_EQ(g.code, 0) << g.err;
   const std::string cmd = cli + " run " + q(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train_tiles.json") +
                           " --threads 1 --set tiles.root=" + q(d + "/map/train/pointcloud_map") +

@@ -19,9 +19,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// `train_scenes` small generated scenes (16 rings, a ray per degree) under root/train.
+// `train_scenes` small generated scenes (sweeps of 16 rings, a ray per degree) under root/train.
 void small_dataset(const std::string& root, int train_scenes) {
   sl::GenConfig cfg;
+  cfg.kind = "sweep";
   cfg.train_scenes = train_scenes;
   cfg.val_scenes = 1;
   cfg.rings = 16;
@@ -119,6 +120,7 @@ TEST(ReadStages, LinesFilesNestedTenToTheFiveAndSixLevelsAreSkippedAndNamed) {
 TEST(ReadStages, SceneCacheLineCountsHitsAndMissesAndItsPeakAgainstTheBudget) {
   sl::test::TempDir tmp;
   sl::GenConfig cfg;
+  cfg.kind = "sweep";
   cfg.train_scenes = 3;
   cfg.val_scenes = 1;
   cfg.rings = 16;
