@@ -208,7 +208,8 @@ TEST(GroupStage, InferReplaysItAndTheSeedsModelRefinesTheSameWithOrWithoutIt) {
   LinesFile lines;
   lines.frame = "scene";
   lines.lines = sc.lines;
-  const std::vector<std::string> small = {"train.model.encoder=[8,16]", "train.model.line_mlp=[8]",
+  // The seeds' model on both (the local pipeline trains line_refiner_local by default).
+  const std::vector<std::string> small = {"train.model.type=line_refiner", "train.model.encoder=[8,16]", "train.model.line_mlp=[8]",
                                           "train.model.regressor=[8]", "resample.points=128"};
   std::vector<std::vector<RefinedPiece>> out;
   for (const std::string& pipeline : {std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json", kTrainLocal}) {
