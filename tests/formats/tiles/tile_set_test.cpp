@@ -296,8 +296,8 @@ TEST(TileSet, PointsPassWithoutMetadataAndFolderErrors) {
   EXPECT_NE(error_of(dir, "").find("several formats (las, pcd)"), std::string::npos);
   EXPECT_EQ(scan_tiles(dir, "pcd", "--tiles").tiles.size(), 3u);  // named: the others are left out
   EXPECT_NE(error_of(dir, "xyz").find("--tiles"), std::string::npos);
-  write_text(dir + "/y.laz", "LASF");
-  EXPECT_NE(error_of(dir, "laz").find("laszip"), std::string::npos);
+  write_text(dir + "/y.laz", "LASF");  // LAZ tiles are read (bounds from their headers): this one has none
+  EXPECT_NE(error_of(dir, "laz").find("y.laz: byte 4: truncated header"), std::string::npos) << error_of(dir, "laz");
 }
 
 }  // namespace
