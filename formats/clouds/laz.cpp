@@ -195,22 +195,21 @@ class IntDecoder {
       corr_range_ = 0;
       corr_min_ = INT32_MIN;
     }
-    for (uint32_t i = 0; i < contexts; ++i) m_bits_.emplace_back(corr_bits_ + 1);
-    for (uint32_t i = 1; i <= corr_bits_; ++i) m_corr_.emplace_back(1u << std::min(i, bits_high_));
-  }
-  void init() {
-    for (SymbolModel& m : m_bits_) m.init();
-    m_corr0_.init();
-    for (SymbolModel& m : m_corr_) m.init();
+    // Made on first use (a fresh model is what LASzip's init gives): a chunk sets up many
+    // compressors, most of whose contexts and corrector sizes a chunk never meets.
+    m_bits_.resize(contexts);
+    for (LazyModel& m : m_bits_) m.n = corr_bits_ + 1;
+    m_corr_.resize(corr_bits_);
+    for (uint32_t i = 1; i <= corr_bits_; ++i) m_corr_[i - 1].n = 1u << std::min(i, bits_high_);
   }
 
   int32_t decode(ArithDecoder& d, int32_t pred, uint32_t context = 0) {
-    k_ = d.symbol(m_bits_[context]);
+    k_ = d.symbol(m_bits_[context].get());
     int64_t c;
     if (k_ == 0) {
       c = d.bit(m_corr0_);
     } else if (k_ < 32) {
-      uint32_t v = d.symbol(m_corr_[k_ - 1]);
+      uint32_t v = d.symbol(m_corr_[k_ - 1].get());
       if (k_ > bits_high_) {
         const uint32_t low_bits = k_ - bits_high_;
         v = (v << low_bits) | d.bits(low_bits);
@@ -230,13 +229,14 @@ class IntDecoder {
  private:
   uint32_t corr_bits_ = 0, corr_range_ = 0, bits_high_ = 8, k_ = 0;
   int32_t corr_min_ = 0;
-  std::vector<SymbolModel> m_bits_;
+  std::vector<LazyModel> m_bits_;  // per context
   BitModel m_corr0_;
-  std::vector<SymbolModel> m_corr_;  // [k - 1] for k = 1 .. corr_bits
+  std::vector<LazyModel> m_corr_;  // [k - 1] for k = 1 .. corr_bits
 };
 
 // ---- point-wise items (compressor 1 and 2) ------------------------------------------------------
 
+// An item's decoder lives for one chunk: its models start fresh, as LASzip's init leaves them.
 class PointwiseItem {
  public:
   virtual ~PointwiseItem() = default;
@@ -277,11 +277,6 @@ class Point10V1 final : public PointwiseItem {
     std::fill(std::begin(last_dx_), std::end(last_dx_), 0);
     std::fill(std::begin(last_dy_), std::end(last_dy_), 0);
     incr_ = 0;
-    for (IntDecoder* ic : {&ic_dx_, &ic_dy_, &ic_z_, &ic_intensity_, &ic_scan_angle_, &ic_source_}) ic->init();
-    m_changed_.init();
-    for (auto* models : {&m_flags_, &m_class_, &m_user_})
-      for (LazyModel& m : *models)
-        if (m.m) m.m->init();
     last_.from(item);
   }
   void read(ArithDecoder& d, uint8_t* item) override {
@@ -326,14 +321,6 @@ class Point10V2 final : public PointwiseItem {
   void init(const uint8_t* item) override {
     for (int i = 0; i < 16; ++i) x_median_[i] = y_median_[i] = Median5{}, last_intensity_[i] = 0;
     std::fill(std::begin(last_height_), std::end(last_height_), 0);
-    m_changed_.init();
-    ic_intensity_.init();
-    m_scan_angle_[0].init(), m_scan_angle_[1].init();
-    ic_source_.init();
-    for (auto* models : {&m_flags_, &m_class_, &m_user_})
-      for (LazyModel& m : *models)
-        if (m.m) m.m->init();
-    ic_dx_.init(), ic_dy_.init(), ic_z_.init();
     last_.from(item);
     last_.intensity = 0;  // (LASzip predicts the intensity from last_intensity_, not from the raw point)
   }
@@ -350,7 +337,7 @@ class Point10V2 final : public PointwiseItem {
       }
       if (changed & 8) last_.classification = uint8_t(d.symbol(m_class_[last_.classification].get()));
       if (changed & 4)
-        last_.scan_angle = fold(int32_t(d.symbol(m_scan_angle_[last_.scan_direction()])) + last_.scan_angle);
+        last_.scan_angle = fold(int32_t(d.symbol(m_scan_angle_[last_.scan_direction()].get())) + last_.scan_angle);
       if (changed & 2) last_.user_data = uint8_t(d.symbol(m_user_[last_.user_data].get()));
       if (changed & 1) last_.source = uint16_t(ic_source_.decode(d, last_.source));
     }
@@ -372,7 +359,7 @@ class Point10V2 final : public PointwiseItem {
  private:
   SymbolModel m_changed_{64};
   IntDecoder ic_intensity_{16, 4};
-  SymbolModel m_scan_angle_[2] = {SymbolModel(256), SymbolModel(256)};
+  std::array<LazyModel, 2> m_scan_angle_ = lazy_models<2>(256);
   IntDecoder ic_source_{16};
   std::array<LazyModel, 256> m_flags_ = lazy_models<256>(256), m_class_ = lazy_models<256>(256),
                              m_user_ = lazy_models<256>(256);
@@ -387,7 +374,6 @@ class GpsTime11V1 final : public PointwiseItem {
  public:
   void init(const uint8_t* item) override {
     last_diff_ = 0, extreme_ = 0;
-    m_multi_.init(), m_zero_.init(), ic_.init();
     last_ = load<uint64_t>(item);
   }
   void read(ArithDecoder& d, uint8_t* item) override {
@@ -401,7 +387,7 @@ class GpsTime11V1 final : public PointwiseItem {
         last_ = d.u64();
       }
     } else {
-      const int32_t multi = int32_t(d.symbol(m_multi_));
+      const int32_t multi = int32_t(d.symbol(m_multi_.get()));
       if (multi < kMultiMax - 2) {
         int32_t diff;
         if (multi == 1) {
@@ -428,7 +414,8 @@ class GpsTime11V1 final : public PointwiseItem {
   }
 
  private:
-  SymbolModel m_multi_{512}, m_zero_{3};
+  LazyModel m_multi_{512};
+  SymbolModel m_zero_{3};
   IntDecoder ic_{32, 6};
   uint64_t last_ = 0;
   int32_t last_diff_ = 0, extreme_ = 0;
@@ -491,7 +478,6 @@ struct GpsSequences {
 class GpsTime11V2 final : public PointwiseItem {
  public:
   void init(const uint8_t* item) override {
-    m_multi_.init(), m_zero_.init(), ic_.init();
     g_.init(load<uint64_t>(item));
   }
   void read(ArithDecoder& d, uint8_t* item) override {
@@ -506,7 +492,7 @@ class GpsTime11V2 final : public PointwiseItem {
           continue;
         }
       } else {
-        const uint32_t multi = d.symbol(m_multi_);
+        const uint32_t multi = d.symbol(m_multi_.get());
         if (multi == 1) g_.one(d, ic_);
         else if (multi < kUnchanged) g_.multiple(d, ic_, int32_t(multi));
         else if (multi == kFull) g_.full(d, ic_);
@@ -521,7 +507,8 @@ class GpsTime11V2 final : public PointwiseItem {
   }
 
  private:
-  SymbolModel m_multi_{516}, m_zero_{6};
+  LazyModel m_multi_{516};
+  SymbolModel m_zero_{6};
   IntDecoder ic_{32, 9};
   GpsSequences g_;
 };
@@ -529,7 +516,6 @@ class GpsTime11V2 final : public PointwiseItem {
 class Rgb12V1 final : public PointwiseItem {
  public:
   void init(const uint8_t* item) override {
-    m_used_.init(), ic_.init();
     std::memcpy(last_, item, 6);
   }
   void read(ArithDecoder& d, uint8_t* item) override {
@@ -554,35 +540,30 @@ class Rgb12V1 final : public PointwiseItem {
 // The RGB coding of RGB12 v2 and RGB14 / RGBNIR14 v3: which bytes changed, then each byte's
 // difference, green and blue predicted from red's change.
 struct RgbModels {
-  SymbolModel used{128};
-  SymbolModel diff[6] = {SymbolModel(256), SymbolModel(256), SymbolModel(256),
-                         SymbolModel(256), SymbolModel(256), SymbolModel(256)};
-  void init() {
-    used.init();
-    for (SymbolModel& m : diff) m.init();
-  }
+  LazyModel used{128};
+  std::array<LazyModel, 6> diff = lazy_models<6>(256);
   // Decodes c[0..2] from `last` (c may alias nothing; last is not changed here).
   void read(ArithDecoder& d, const uint16_t* last, uint16_t* c) {
-    const uint32_t sym = d.symbol(used);
-    uint32_t r = sym & 1 ? fold(int32_t(d.symbol(diff[0])) + (last[0] & 255)) : last[0] & 255;
-    r |= (sym & 2 ? uint32_t(fold(int32_t(d.symbol(diff[1])) + (last[0] >> 8))) : uint32_t(last[0] >> 8)) << 8;
+    const uint32_t sym = d.symbol(used.get());
+    uint32_t r = sym & 1 ? fold(int32_t(d.symbol(diff[0].get())) + (last[0] & 255)) : last[0] & 255;
+    r |= (sym & 2 ? uint32_t(fold(int32_t(d.symbol(diff[1].get())) + (last[0] >> 8))) : uint32_t(last[0] >> 8)) << 8;
     c[0] = uint16_t(r);
     if (sym & (1 << 6)) {
       int32_t delta = int32_t(c[0] & 255) - int32_t(last[0] & 255);
-      uint32_t g = sym & 4 ? fold(int32_t(d.symbol(diff[2])) + clamp8(delta + (last[1] & 255))) : last[1] & 255;
+      uint32_t g = sym & 4 ? fold(int32_t(d.symbol(diff[2].get())) + clamp8(delta + (last[1] & 255))) : last[1] & 255;
       uint32_t b;
       if (sym & 16) {
-        const int32_t s = int32_t(d.symbol(diff[4]));
+        const int32_t s = int32_t(d.symbol(diff[4].get()));
         delta = (delta + (int32_t(g) - int32_t(last[1] & 255))) / 2;
         b = fold(s + clamp8(delta + (last[2] & 255)));
       } else {
         b = last[2] & 255;
       }
       delta = int32_t(c[0] >> 8) - int32_t(last[0] >> 8);
-      uint32_t gh = sym & 8 ? fold(int32_t(d.symbol(diff[3])) + clamp8(delta + (last[1] >> 8))) : last[1] >> 8;
+      uint32_t gh = sym & 8 ? fold(int32_t(d.symbol(diff[3].get())) + clamp8(delta + (last[1] >> 8))) : last[1] >> 8;
       uint32_t bh;
       if (sym & 32) {
-        const int32_t s = int32_t(d.symbol(diff[5]));
+        const int32_t s = int32_t(d.symbol(diff[5].get()));
         delta = (delta + (int32_t(gh) - int32_t(last[1] >> 8))) / 2;
         bh = fold(s + clamp8(delta + (last[2] >> 8)));
       } else {
@@ -599,7 +580,6 @@ struct RgbModels {
 class Rgb12V2 final : public PointwiseItem {
  public:
   void init(const uint8_t* item) override {
-    m_.init();
     std::memcpy(last_, item, 6);
   }
   void read(ArithDecoder& d, uint8_t* item) override {
@@ -618,7 +598,6 @@ class ByteV1 final : public PointwiseItem {
  public:
   explicit ByteV1(uint32_t n) : ic_(8, n), last_(n) {}
   void init(const uint8_t* item) override {
-    ic_.init();
     std::memcpy(last_.data(), item, last_.size());
   }
   void read(ArithDecoder& d, uint8_t* item) override {
@@ -632,19 +611,18 @@ class ByteV1 final : public PointwiseItem {
 
 class ByteV2 final : public PointwiseItem {
  public:
-  explicit ByteV2(uint32_t n) : last_(n) {
-    for (uint32_t i = 0; i < n; ++i) m_.emplace_back(256);
+  explicit ByteV2(uint32_t n) : m_(n), last_(n) {
+    for (LazyModel& m : m_) m.n = 256;
   }
   void init(const uint8_t* item) override {
-    for (SymbolModel& m : m_) m.init();
     std::memcpy(last_.data(), item, last_.size());
   }
   void read(ArithDecoder& d, uint8_t* item) override {
-    for (uint32_t i = 0; i < last_.size(); ++i) item[i] = last_[i] = fold(int32_t(last_[i]) + int32_t(d.symbol(m_[i])));
+    for (uint32_t i = 0; i < last_.size(); ++i) item[i] = last_[i] = fold(int32_t(last_[i]) + int32_t(d.symbol(m_[i].get())));
   }
 
  private:
-  std::vector<SymbolModel> m_;
+  std::vector<LazyModel> m_;
   std::vector<uint8_t> last_;
 };
 
@@ -769,7 +747,7 @@ class Point14V3 final : public LayeredItem {
     const uint32_t lpr = (last->return_number == 1 ? 1 : 0) + (last->return_number >= last->returns ? 2 : 0) +
                          (last->gps_changed ? 4 : 0);
     ArithDecoder& xy = layer_[0].d();
-    const uint32_t changed = xy.symbol(c->m_changed[lpr]);
+    const uint32_t changed = xy.symbol(c->m_changed[lpr].get());
     if (changed & (1 << 6)) {  // another scanner channel
       const uint32_t channel = (current_ + xy.symbol(c->m_channel) + 1) % 4;
       if (!ctx_[channel]) start_context(channel, *last);
@@ -846,8 +824,7 @@ class Point14V3 final : public LayeredItem {
     uint16_t last_intensity[8] = {};
     Median5 x_median[12], y_median[12];
     int32_t last_z[8] = {};
-    SymbolModel m_changed[8] = {SymbolModel(128), SymbolModel(128), SymbolModel(128), SymbolModel(128),
-                                SymbolModel(128), SymbolModel(128), SymbolModel(128), SymbolModel(128)};
+    std::array<LazyModel, 8> m_changed = lazy_models<8>(128);
     SymbolModel m_channel{3};
     std::array<LazyModel, 16> m_returns = lazy_models<16>(16), m_return_number = lazy_models<16>(16);
     SymbolModel m_return_gps_same{13};
@@ -856,7 +833,8 @@ class Point14V3 final : public LayeredItem {
                               m_user = lazy_models<64>(256);
     IntDecoder ic_intensity{16, 4}, ic_scan_angle{16, 2}, ic_source{16};
     GpsSequences gps;
-    SymbolModel m_gps_multi{515}, m_gps_zero{5};
+    LazyModel m_gps_multi{515};
+    SymbolModel m_gps_zero{5};
     IntDecoder ic_gps{32, 9};
   };
 
@@ -885,7 +863,7 @@ class Point14V3 final : public LayeredItem {
           continue;
         }
       } else {
-        const uint32_t multi = d.symbol(c.m_gps_multi);
+        const uint32_t multi = d.symbol(c.m_gps_multi.get());
         if (multi == 1) g.one(d, c.ic_gps);
         else if (multi < kFull) g.multiple(d, c.ic_gps, int32_t(multi));
         else if (multi == kFull) g.full(d, c.ic_gps);
@@ -943,8 +921,8 @@ class Rgb14V3 final : public LayeredItem {
       if (nir_layer_.changed()) {
         ArithDecoder& d = nir_layer_.d();
         const uint32_t sym = d.symbol(c.m_nir_used);
-        uint32_t lo = sym & 1 ? fold(int32_t(d.symbol(c.m_nir[0])) + (last[3] & 255)) : last[3] & 255;
-        uint32_t hi = sym & 2 ? fold(int32_t(d.symbol(c.m_nir[1])) + (last[3] >> 8)) : last[3] >> 8;
+        uint32_t lo = sym & 1 ? fold(int32_t(d.symbol(c.m_nir[0].get())) + (last[3] & 255)) : last[3] & 255;
+        uint32_t hi = sym & 2 ? fold(int32_t(d.symbol(c.m_nir[1].get())) + (last[3] >> 8)) : last[3] >> 8;
         v[3] = last[3] = uint16_t(lo | (hi << 8));
       } else {
         v[3] = last[3];
@@ -958,7 +936,7 @@ class Rgb14V3 final : public LayeredItem {
     uint16_t last[4] = {};
     RgbModels rgb;
     SymbolModel m_nir_used{4};
-    SymbolModel m_nir[2] = {SymbolModel(256), SymbolModel(256)};
+    std::array<LazyModel, 2> m_nir = lazy_models<2>(256);
   };
   void start_context(uint32_t channel, const uint8_t* seed) {
     auto c = std::make_unique<Context>();
@@ -998,7 +976,7 @@ class Byte14V3 final : public LayeredItem {
     }
     Context& c = *ctx_[current_];
     for (uint32_t i = 0; i < n_; ++i) {
-      if (layer_[i].changed()) last[i] = fold(int32_t(last[i]) + int32_t(layer_[i].d().symbol(c.m[i])));
+      if (layer_[i].changed()) last[i] = fold(int32_t(last[i]) + int32_t(layer_[i].d().symbol(c.m[i].get())));
       item[i] = last[i];
     }
   }
@@ -1006,12 +984,13 @@ class Byte14V3 final : public LayeredItem {
  private:
   struct Context {
     std::vector<uint8_t> last;
-    std::vector<SymbolModel> m;
+    std::vector<LazyModel> m;
   };
   void start_context(uint32_t channel, const uint8_t* seed) {
     auto c = std::make_unique<Context>();
     c->last.assign(seed, seed + n_);
-    for (uint32_t i = 0; i < n_; ++i) c->m.emplace_back(256);
+    c->m.resize(n_);
+    for (LazyModel& m : c->m) m.n = 256;
     ctx_[channel] = std::move(c);
   }
 

@@ -33,7 +33,8 @@ struct BitModel {
 };
 
 // An adaptive model of `n` symbols (2 to 2048): counts, their cumulative distribution scaled to
-// 2^15, and above 16 symbols a table that narrows the search for a value's symbol.
+// 2^15, and above 16 symbols a table that narrows the search for a value's symbol. One
+// allocation holds the three (a chunk sets up hundreds of models).
 struct SymbolModel {
   explicit SymbolModel(uint32_t symbols) : n(symbols), last(symbols - 1) {
     if (n > 16) {
@@ -41,23 +42,24 @@ struct SymbolModel {
       while (n > (1u << (bits + 2))) ++bits;
       table_size = 1u << bits;
       table_shift = kSymShift - bits;
-      table.assign(table_size + 2, 0);
     }
-    dist.assign(n, 0);
-    count.assign(n, 1);
+    buf.reset(new uint32_t[2 * size_t(n) + (table_size ? table_size + 2 : 0)]());
+    dist = buf.get();
+    count = dist + n;
+    table = table_size ? count + n : nullptr;
     init();
   }
   void init() {
     total = 0;
     cycle = n;
-    std::fill(count.begin(), count.end(), 1u);
+    std::fill(count, count + n, 1u);
     update();
     until = cycle = (n + 6) >> 1;
   }
   void update() {
     if ((total += cycle) > kSymMaxCount) {
       total = 0;
-      for (uint32_t& c : count) total += (c = (c + 1) >> 1);
+      for (uint32_t k = 0; k < n; ++k) total += (count[k] = (count[k] + 1) >> 1);
     }
     const uint32_t scale = 0x80000000u / total;
     uint32_t sum = 0;
@@ -82,7 +84,8 @@ struct SymbolModel {
   }
 
   uint32_t n, last, table_size = 0, table_shift = 0, total = 0, cycle = 0, until = 0;
-  std::vector<uint32_t> dist, count, table;
+  uint32_t *dist = nullptr, *count = nullptr, *table = nullptr;  // into buf
+  std::unique_ptr<uint32_t[]> buf;
 };
 
 // A symbol model made on first use (LASzip creates them lazily; a fresh one is the same).
