@@ -169,7 +169,8 @@ InspectReport inspect_file(const std::string& path, const OriginPolicy& origin) 
       r.header.emplace_back("compressor", i.compressor == 3   ? "layered chunked (3)"
                                           : i.compressor == 2 ? "point-wise chunked (2)"
                                                               : "point-wise, one stream (1)");
-      std::string chunks = std::to_string(z.chunks.chunks.size()) + " chunks";
+      const size_t n = z.chunks.chunks.size();
+      std::string chunks = std::to_string(n) + (n == 1 ? " chunk" : " chunks");
       if (i.chunked())
         chunks += i.variable_chunks() ? ", variable sizes (from the chunk table)"
                                       : " of " + std::to_string(i.chunk_size) + " points";

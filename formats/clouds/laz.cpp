@@ -1145,7 +1145,6 @@ struct LazChunkDecoder::Impl {
   const std::string* path;
   uint64_t done = 0;  // records read
   uint64_t end = 0;   // byte after the data read
-  std::vector<uint8_t> last;  // the previous record (items read into it in place)
   // point-wise
   Source src;
   ArithDecoder dec;
@@ -1215,12 +1214,9 @@ struct LazChunkDecoder::Impl {
       context = 0;
       for (size_t i = 0; i < layered.size(); ++i) layered[i]->init(out + offsets[i], context);
     }
-    last.assign(out, out + record_length);
   }
 
-  void next(uint8_t* out) {
-    // Items read into the previous record's bytes: an item the layers leave unchanged keeps them.
-    std::memcpy(out, last.data(), record_length);
+  void next(uint8_t* out) {  // (every item writes all of its bytes)
     if (!pointwise.empty()) {
       for (size_t i = 0; i < pointwise.size(); ++i) pointwise[i]->read(dec, out + offsets[i]);
       end = src.offset();
@@ -1228,7 +1224,6 @@ struct LazChunkDecoder::Impl {
       if (info->lazperf) context = 0;  // (see LazInfo::lazperf)
       for (size_t i = 0; i < layered.size(); ++i) layered[i]->read(out + offsets[i], context);
     }
-    std::memcpy(last.data(), out, record_length);
   }
 };
 
