@@ -1054,7 +1054,8 @@ std::string laz_item_name(uint16_t type) {
   }
 }
 
-LazInfo parse_laz_vlr(const char* payload, size_t size, const std::string& path, uint64_t at) {
+LazInfo parse_laz_vlr(const char* payload, size_t size, const std::string& description, const std::string& path,
+                      uint64_t at) {
   const auto* p = reinterpret_cast<const uint8_t*>(payload);
   auto bad = [&](uint64_t off, const std::string& why) {
     fail(path, "byte " + num(at + off) + ": the LASzip VLR ('laszip encoded' 22204): " + why);
@@ -1077,6 +1078,7 @@ LazInfo parse_laz_vlr(const char* payload, size_t size, const std::string& path,
     const uint8_t* q = p + 34 + 6 * size_t(i);
     z.items.push_back({load<uint16_t>(q), load<uint16_t>(q + 2), load<uint16_t>(q + 4)});
   }
+  z.lazperf = description == "lazperf variant" || (z.compressor == 3 && z.version_major < 3);  // (see LazInfo)
   return z;
 }
 

@@ -68,11 +68,13 @@ struct LazInfo {
   uint32_t chunk_size = 0;  // points per chunk; 0xFFFFFFFF (or 0): variable, the chunk table gives each
   int64_t special_evlr_count = -1, special_evlr_offset = -1;
   std::vector<LazItem> items;
-  // Written by laz-perf (the VLR's description "lazperf variant": PDAL, COPC writers). Its
-  // layered coder gives the items after POINT14 (RGB14, RGBNIR14, BYTE14) the scanner channel as
-  // context only on the point where the channel changes, and channel 0 on the others; LASzip
-  // gives them the current channel. The two differ on files whose channel varies (LASzip's own
-  // writer has a third rule there, LASzip issue #74, fixed by its items version 4).
+  // The layered items after POINT14 (RGB14, RGBNIR14, BYTE14) take the scanner channel as
+  // their context. laz-perf and laz-rs give it to them only on the point where the channel
+  // changes (channel 0 on the others); LASzip's reader gives them the current channel. The two
+  // differ on files whose channel varies. Set (laz-perf's rule) for a VLR whose description is
+  // laz-perf's ("lazperf variant": PDAL, COPC writers) or whose version is below LASzip 3's
+  // (laz-rs writes 2.2.0; LASzip writes layered files as 3.x); LASzip's rule otherwise. (LASzip's
+  // own writer has a third rule, LASzip issue #74, fixed by its items version 4.)
   bool lazperf = false;
 
   bool chunked() const { return compressor == 2 || compressor == 3; }
@@ -82,8 +84,10 @@ struct LazInfo {
 inline constexpr char kLazVlrUser[] = "laszip encoded";
 inline constexpr uint16_t kLazVlrRecord = 22204;
 
-// Parses the VLR's payload (found at byte `at` of the file). Throws sl::Error "<path>: byte B: ...".
-LazInfo parse_laz_vlr(const char* payload, size_t size, const std::string& path, uint64_t at);
+// Parses the VLR's payload (found at byte `at` of the file; `description`: the VLR header's).
+// Throws sl::Error "<path>: byte B: ...".
+LazInfo parse_laz_vlr(const char* payload, size_t size, const std::string& description, const std::string& path,
+                      uint64_t at);
 
 // The name of an item type ("POINT10", ...; "item type N" for an unknown one).
 std::string laz_item_name(uint16_t type);

@@ -59,8 +59,8 @@ LazInfo info_of(const std::string& laz, const std::string& path = "x.laz") {
     const uint16_t len = get<uint16_t>(laz, pos + 20);
     if (std::string(laz.data() + pos + 2, strnlen(laz.data() + pos + 2, 16)) == kLazVlrUser &&
         get<uint16_t>(laz, pos + 18) == kLazVlrRecord) {
-      info = parse_laz_vlr(laz.data() + pos + 54, len, path, pos + 54);
-      info.lazperf = std::string(laz.data() + pos + 22, strnlen(laz.data() + pos + 22, 32)) == "lazperf variant";
+      info = parse_laz_vlr(laz.data() + pos + 54, len, std::string(laz.data() + pos + 22, strnlen(laz.data() + pos + 22, 32)),
+                           path, pos + 54);
       check_laz_items(info, h.point_format, h.record_length, path, pos + 54);
     }
     pos += 54 + len;
