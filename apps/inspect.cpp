@@ -165,7 +165,7 @@ InspectReport inspect_file(const std::string& path, const OriginPolicy& origin) 
       r.header.emplace_back("compressed", std::string(h.copc ? "COPC" : "LAZ") + " (LASzip " +
                                               std::to_string(i.version_major) + "." + std::to_string(i.version_minor) + "." +
                                               std::to_string(i.version_revision) +
-                                              (i.lazperf ? "; laz-perf's scanner-channel contexts)" : ")"));
+                                              ")");
       r.header.emplace_back("compressor", i.compressor == 3   ? "layered chunked (3)"
                                           : i.compressor == 2 ? "point-wise chunked (2)"
                                                               : "point-wise, one stream (1)");

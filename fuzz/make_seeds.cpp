@@ -225,8 +225,8 @@ void las_seeds() {
 void laz_seeds() {
   // The rows of the LAZ fixtures (tests/formats/clouds/laz_fixtures.h: formats 0, 1, 3, 6, 7, 8,
   // extra bytes, an EVLR, COPC) at 200 points in chunks of 50, and the test writer's other
-  // layouts: no chunk table, the table's offset at the end, one point-wise stream, LASzip's
-  // scanner-channel contexts: a few KB each. (libLAS's LAZ is a seed of the las target, cut; whole,
+  // layouts: no chunk table, the table's offset at the end, one point-wise stream, layered
+  // items version 4: a few KB each. (libLAS's LAZ is a seed of the las target, cut; whole,
   // its 38 KB would become the input limit, and a LAZ may declare ~2,000 points per byte: columns
   // above -malloc_limit_mb for a one-stream file of that size.)
   using test::LazWriteOptions;
@@ -237,16 +237,16 @@ void laz_seeds() {
     save("laz", f.name, test::laz_from_las(test::synth_las(f.las), f.laz));
   }
   test::SynthLasOptions f1{2, 1, 1, 120, 31, false}, f7{4, 7, 0, 120, 32, false};
-  LazWriteOptions none, at_end, one, laszip;
-  none.chunk_size = at_end.chunk_size = laszip.chunk_size = 40;
+  LazWriteOptions none, at_end, one, v4;
+  none.chunk_size = at_end.chunk_size = v4.chunk_size = 40;
   none.table = LazWriteOptions::Table::kNone;
   at_end.table = LazWriteOptions::Table::kAtEnd;
   one.compressor = 1;
-  laszip.lazperf = false;
+  v4.layered_version = 4;
   save("laz", "f1_no_table", test::laz_from_las(test::synth_las(f1), none));
   save("laz", "f1_table_at_end", test::laz_from_las(test::synth_las(f1), at_end));
   save("laz", "f1_one_stream", test::laz_from_las(test::synth_las(f1), one));
-  save("laz", "f7_laszip_contexts", test::laz_from_las(test::synth_las(f7), laszip));
+  save("laz", "f7_items_v4", test::laz_from_las(test::synth_las(f7), v4));
 }
 
 void lines_seeds() {

@@ -62,7 +62,7 @@ LazInfo laz_vlr(const char* d, const LasHeader& h, const std::string& path) {
     const uint16_t len = get<uint16_t>(d, size_t(pos) + 20);
     if (text_at(d, size_t(pos) + 2, 16) == kLazVlrUser && get<uint16_t>(d, size_t(pos) + 18) == kLazVlrRecord) {
       const uint64_t at = pos + kVlrHeader;
-      LazInfo info = parse_laz_vlr(d + at, len, text_at(d, size_t(pos) + 22, 32), path, at);
+      LazInfo info = parse_laz_vlr(d + at, len, path, at);
       check_laz_items(info, h.point_format, h.record_length, path, at);
       return info;
     }

@@ -884,7 +884,7 @@ class Point14V3 final : public LayeredItem {
 // RGB14 and RGBNIR14 v3 (the NIR layer when `nir`).
 class Rgb14V3 final : public LayeredItem {
  public:
-  explicit Rgb14V3(bool nir) : nir_(nir) {
+  Rgb14V3(bool nir, bool v4) : nir_(nir), v4_(v4) {
     rgb_.name = "RGB";
     nir_layer_.name = "NIR";
   }
@@ -901,13 +901,15 @@ class Rgb14V3 final : public LayeredItem {
     uint16_t* last = ctx_[current_]->last;
     if (current_ != context) {
       current_ = context;
-      // (as LASzip: switching to a channel seen before keeps predicting from the last one's values)
-      if (!ctx_[current_]) {
+      // (version 3, as LASzip: a switch to a channel seen before keeps predicting from the
+      // previous channel's values; version 4 takes the channel's own)
+      const bool seen = ctx_[current_] != nullptr;
+      if (!seen) {
         uint8_t seed[8];
         std::memcpy(seed, last, 8);
         start_context(current_, seed);
-        last = ctx_[current_]->last;
       }
+      if (!seen || v4_) last = ctx_[current_]->last;
     }
     Context& c = *ctx_[current_];
     uint16_t v[4];
@@ -944,7 +946,7 @@ class Rgb14V3 final : public LayeredItem {
     ctx_[channel] = std::move(c);
   }
 
-  bool nir_;
+  bool nir_, v4_;
   Layer rgb_, nir_layer_;
   std::unique_ptr<Context> ctx_[4];
   uint32_t current_ = 0;
@@ -952,7 +954,7 @@ class Rgb14V3 final : public LayeredItem {
 
 class Byte14V3 final : public LayeredItem {
  public:
-  explicit Byte14V3(uint32_t n) : n_(n), layer_(n) {
+  Byte14V3(uint32_t n, bool v4) : n_(n), v4_(v4), layer_(n) {
     for (Layer& l : layer_) l.name = "extra byte";
   }
   std::vector<Layer*> layers() override {
@@ -969,10 +971,9 @@ class Byte14V3 final : public LayeredItem {
     uint8_t* last = ctx_[current_]->last.data();
     if (current_ != context) {
       current_ = context;
-      if (!ctx_[current_]) {  // (as in Rgb14V3: a channel seen before keeps the other's last bytes)
-        start_context(current_, last);
-        last = ctx_[current_]->last.data();
-      }
+      const bool seen = ctx_[current_] != nullptr;  // (as in Rgb14V3)
+      if (!seen) start_context(current_, last);
+      if (!seen || v4_) last = ctx_[current_]->last.data();
     }
     Context& c = *ctx_[current_];
     for (uint32_t i = 0; i < n_; ++i) {
@@ -995,6 +996,7 @@ class Byte14V3 final : public LayeredItem {
   }
 
   uint32_t n_;
+  bool v4_;
   std::vector<Layer> layer_;
   std::unique_ptr<Context> ctx_[4];
   uint32_t current_ = 0;
@@ -1054,8 +1056,7 @@ std::string laz_item_name(uint16_t type) {
   }
 }
 
-LazInfo parse_laz_vlr(const char* payload, size_t size, const std::string& description, const std::string& path,
-                      uint64_t at) {
+LazInfo parse_laz_vlr(const char* payload, size_t size, const std::string& path, uint64_t at) {
   const auto* p = reinterpret_cast<const uint8_t*>(payload);
   auto bad = [&](uint64_t off, const std::string& why) {
     fail(path, "byte " + num(at + off) + ": the LASzip VLR ('laszip encoded' 22204): " + why);
@@ -1078,7 +1079,6 @@ LazInfo parse_laz_vlr(const char* payload, size_t size, const std::string& descr
     const uint8_t* q = p + 34 + 6 * size_t(i);
     z.items.push_back({load<uint16_t>(q), load<uint16_t>(q + 2), load<uint16_t>(q + 4)});
   }
-  z.lazperf = description == "lazperf variant" || (z.compressor == 3 && z.version_major < 3);  // (see LazInfo)
   return z;
 }
 
@@ -1125,10 +1125,8 @@ void check_laz_items(const LazInfo& z, int format, uint16_t record_length, const
     if (it.type == kLazWavePacket13 || it.type == kLazWavePacket14)
       bad(off - 4, name + ": wave packets (point formats 4, 5, 9, 10) are not decoded here");
     if (layered) {
-      if (it.version == 4)
-        bad(off, name + " (LASzip 3.4's item version 4) is not decoded here; version 3 is");
       // (version 2: what early laz-perf wrote for the same coding; LASzip reads it as 3)
-      if (it.version != 3 && it.version != 2) bad(off, name + " is unknown (layered items have version 3)");
+      if (it.version < 2 || it.version > 4) bad(off, name + " is unknown (layered items have version 3 or 4)");
     } else if (it.version != 1 && it.version != 2) {
       bad(off, name + " is unknown (point-wise items have version 1 or 2)");
     }
@@ -1154,6 +1152,7 @@ struct LazChunkDecoder::Impl {
   // layered
   std::vector<std::unique_ptr<LayeredItem>> layered;
   uint32_t context = 0;
+  bool channel_context = false;  // POINT14 version 4: the context is the current channel on every point
   std::vector<uint32_t> offsets;  // of the items in a record
 
   void start(uint8_t* out) {
@@ -1197,10 +1196,13 @@ struct LazChunkDecoder::Impl {
     } else {
       for (const LazItem& it : z.items) {
         switch (it.type) {
-          case kLazPoint14: layered.push_back(std::make_unique<Point14V3>()); break;
-          case kLazRgb14: layered.push_back(std::make_unique<Rgb14V3>(false)); break;
-          case kLazRgbNir14: layered.push_back(std::make_unique<Rgb14V3>(true)); break;
-          default: layered.push_back(std::make_unique<Byte14V3>(it.size));  // kLazByte14
+          case kLazPoint14:
+            layered.push_back(std::make_unique<Point14V3>());
+            channel_context = it.version == 4;
+            break;
+          case kLazRgb14: layered.push_back(std::make_unique<Rgb14V3>(false, it.version == 4)); break;
+          case kLazRgbNir14: layered.push_back(std::make_unique<Rgb14V3>(true, it.version == 4)); break;
+          default: layered.push_back(std::make_unique<Byte14V3>(it.size, it.version == 4));  // kLazByte14
         }
       }
       ChunkReader r{file, at, chunk.end, path, index};
@@ -1223,7 +1225,10 @@ struct LazChunkDecoder::Impl {
       for (size_t i = 0; i < pointwise.size(); ++i) pointwise[i]->read(dec, out + offsets[i]);
       end = src.offset();
     } else {
-      if (info->lazperf) context = 0;  // (see LazInfo::lazperf)
+      // POINT14 version 3 sets the context only when the channel changes: the other points give
+      // the items after it context 0 (LASzip's reader starts each point from 0); version 4 keeps
+      // the current channel.
+      if (!channel_context) context = 0;
       for (size_t i = 0; i < layered.size(); ++i) layered[i]->read(out + offsets[i], context);
     }
   }

@@ -14,7 +14,12 @@
 //  - layered (compressor 3; items version 3): the point count, the byte count of every layer,
 //    then the layers (x/y and returns, z, classification, flags, intensity, scan angle, user
 //    data, point source, GPS time, RGB, NIR, each extra byte), each its own arithmetic-coded
-//    stream; a point's attributes are predicted per scanner channel (four contexts).
+//    stream; a point's attributes are predicted per scanner channel (four contexts). The items
+//    after POINT14 (RGB14, RGBNIR14, BYTE14) get the channel as their context: in version 3
+//    only on a point whose channel changed, channel 0 on the others (LASzip's reader starts
+//    every point from context 0, as laz-perf and laz-rs do), and a switch to a channel seen
+//    before keeps predicting from the previous channel's values; version 4 (LASzip 3.4) gives
+//    them the current channel and switches the values too.
 // Chunked data (compressor 2 and 3) begins with the 8-byte offset of the chunk table, which
 // holds (integer-compressed) every chunk's byte count, and, for variable chunks, its point
 // count. A table that is missing (offset 0 or the offset's own position, as left by an
@@ -29,10 +34,10 @@
 // before anything is allocated, no read leaves the given bytes and every loop consumes input.
 //
 // Not decoded (refused naming the item): wave packets (WAVEPACKET13, WAVEPACKET14: formats 4,
-// 5, 9, 10) and item version 4 of the LAS 1.4 items. Checked against other decoders (laz-perf,
-// copc.js; tests/formats/clouds/fixtures): point-wise items version 2 and layered version 3. The
-// point-wise items of version 1 (LASzip 1.x, 2011) follow LASzip's source; no file of that
-// version was at hand to check them against.
+// 5, 9, 10). Checked against other decoders (laz-perf, copc.js; tests/formats/clouds/fixtures):
+// point-wise items version 2 and layered version 3. The point-wise items of version 1 (LASzip
+// 1.x, 2011) and the layered ones of version 4 follow LASzip's source; no file of those versions
+// was at hand, nor a decoder here that reads version 4 as LASzip does, to check them against.
 //
 // Used by the LAS reader (formats/clouds/las.h: read_las, las_laz), which decodes the chunks of
 // the chunk table on all threads.
@@ -74,14 +79,6 @@ struct LazInfo {
   uint32_t chunk_size = 0;  // points per chunk; 0xFFFFFFFF (or 0): variable, the chunk table gives each
   int64_t special_evlr_count = -1, special_evlr_offset = -1;
   std::vector<LazItem> items;
-  // The layered items after POINT14 (RGB14, RGBNIR14, BYTE14) take the scanner channel as
-  // their context. laz-perf and laz-rs give it to them only on the point where the channel
-  // changes (channel 0 on the others); LASzip's reader gives them the current channel. The two
-  // differ on files whose channel varies. Set (laz-perf's rule) for a VLR whose description is
-  // laz-perf's ("lazperf variant": PDAL, COPC writers) or whose version is below LASzip 3's
-  // (laz-rs writes 2.2.0; LASzip writes layered files as 3.x); LASzip's rule otherwise. (LASzip's
-  // own writer has a third rule, LASzip issue #74, fixed by its items version 4.)
-  bool lazperf = false;
 
   bool chunked() const { return compressor == 2 || compressor == 3; }
   bool variable_chunks() const { return chunk_size == 0xFFFFFFFFu || chunk_size == 0; }
@@ -90,10 +87,8 @@ struct LazInfo {
 inline constexpr char kLazVlrUser[] = "laszip encoded";
 inline constexpr uint16_t kLazVlrRecord = 22204;
 
-// Parses the VLR's payload (found at byte `at` of the file; `description`: the VLR header's).
-// Throws sl::Error "<path>: byte B: ...".
-LazInfo parse_laz_vlr(const char* payload, size_t size, const std::string& description, const std::string& path,
-                      uint64_t at);
+// Parses the VLR's payload (found at byte `at` of the file). Throws sl::Error "<path>: byte B: ...".
+LazInfo parse_laz_vlr(const char* payload, size_t size, const std::string& path, uint64_t at);
 
 // The name of an item type ("POINT10", ...; "item type N" for an unknown one).
 std::string laz_item_name(uint16_t type);

@@ -551,7 +551,7 @@ class Point14Writer final : public LayeredWriter {
 
 class Rgb14Writer final : public LayeredWriter {
  public:
-  explicit Rgb14Writer(bool nir) : nir_(nir) {}
+  Rgb14Writer(bool nir, bool v4) : nir_(nir), v4_(v4) {}
   void init(const uint8_t* item, uint32_t& context) override {
     for (auto& c : ctx_) c.reset();
     rgb_ = LayerOut{}, nir_layer_ = LayerOut{};
@@ -562,12 +562,13 @@ class Rgb14Writer final : public LayeredWriter {
     uint16_t* last = ctx_[current_]->last;
     if (current_ != context) {
       current_ = context;
-      if (!ctx_[current_]) {
+      const bool seen = ctx_[current_] != nullptr;
+      if (!seen) {
         uint8_t seed[8];
         std::memcpy(seed, last, 8);
         start(current_, seed);
-        last = ctx_[current_]->last;
       }
+      if (!seen || v4_) last = ctx_[current_]->last;
     }
     Ctx& c = *ctx_[current_];
     uint16_t v[4] = {};
@@ -601,7 +602,7 @@ class Rgb14Writer final : public LayeredWriter {
     std::memcpy(c->last, seed, nir_ ? 8 : 6);
     ctx_[channel] = std::move(c);
   }
-  bool nir_;
+  bool nir_, v4_;
   LayerOut rgb_, nir_layer_;
   std::unique_ptr<Ctx> ctx_[4];
   uint32_t current_ = 0;
@@ -609,7 +610,7 @@ class Rgb14Writer final : public LayeredWriter {
 
 class Byte14Writer final : public LayeredWriter {
  public:
-  explicit Byte14Writer(uint32_t n) : n_(n), layer_(n) {}
+  Byte14Writer(uint32_t n, bool v4) : n_(n), v4_(v4), layer_(n) {}
   void init(const uint8_t* item, uint32_t& context) override {
     for (auto& c : ctx_) c.reset();
     for (LayerOut& l : layer_) l = LayerOut{};
@@ -620,10 +621,9 @@ class Byte14Writer final : public LayeredWriter {
     uint8_t* last = ctx_[current_]->last.data();
     if (current_ != context) {
       current_ = context;
-      if (!ctx_[current_]) {
-        start(current_, last);
-        last = ctx_[current_]->last.data();
-      }
+      const bool seen = ctx_[current_] != nullptr;
+      if (!seen) start(current_, last);
+      if (!seen || v4_) last = ctx_[current_]->last.data();
     }
     Ctx& c = *ctx_[current_];
     for (uint32_t i = 0; i < n_; ++i) {
@@ -650,6 +650,7 @@ class Byte14Writer final : public LayeredWriter {
     ctx_[channel] = std::move(c);
   }
   uint32_t n_;
+  bool v4_;
   std::vector<LayerOut> layer_;
   std::unique_ptr<Ctx> ctx_[4];
   uint32_t current_ = 0;
@@ -660,8 +661,7 @@ struct Item {
 };
 
 // One chunk of `n` records.
-std::string write_chunk(const std::vector<Item>& items, const uint8_t* rec, uint32_t n, uint16_t len, bool layered,
-                        bool lazperf) {
+std::string write_chunk(const std::vector<Item>& items, const uint8_t* rec, uint32_t n, uint16_t len, bool layered) {
   std::string out(reinterpret_cast<const char*>(rec), len);
   std::vector<uint32_t> off;
   uint32_t o = 0;
@@ -683,14 +683,15 @@ std::string write_chunk(const std::vector<Item>& items, const uint8_t* rec, uint
   std::vector<std::unique_ptr<LayeredWriter>> w;
   for (const Item& it : items) {
     if (it.type == 10) w.push_back(std::make_unique<Point14Writer>());
-    else if (it.type == 11) w.push_back(std::make_unique<Rgb14Writer>(false));
-    else if (it.type == 12) w.push_back(std::make_unique<Rgb14Writer>(true));
-    else w.push_back(std::make_unique<Byte14Writer>(it.size));
+    else if (it.type == 11) w.push_back(std::make_unique<Rgb14Writer>(false, it.version == 4));
+    else if (it.type == 12) w.push_back(std::make_unique<Rgb14Writer>(true, it.version == 4));
+    else w.push_back(std::make_unique<Byte14Writer>(it.size, it.version == 4));
   }
   uint32_t context = 0;
   for (size_t i = 0; i < w.size(); ++i) w[i]->init(rec + off[i], context);
+  const bool v4 = items[0].version == 4;  // POINT14 v4: the context is the current channel on every point
   for (uint32_t p = 1; p < n; ++p) {
-    if (lazperf) context = 0;
+    if (!v4) context = 0;  // v3: set only on a change (LASzip, laz-perf and laz-rs agree)
     for (size_t i = 0; i < w.size(); ++i) w[i]->write(rec + size_t(p) * len + off[i], context);
   }
   append(out, n);
@@ -727,10 +728,11 @@ std::string laz_from_las(const std::string& las, const LazWriteOptions& opt) {
     if (format == 2 || format == 3) items.push_back({8, 6, 2});
     if (len > base_size[format]) items.push_back({0, uint16_t(len - base_size[format]), 2});
   } else {
-    items.push_back({10, 30, 3});
-    if (format == 7) items.push_back({11, 6, 3});
-    if (format == 8) items.push_back({12, 8, 3});
-    if (len > base_size[format]) items.push_back({14, uint16_t(len - base_size[format]), 3});
+    const uint16_t v = uint16_t(opt.layered_version);
+    items.push_back({10, 30, v});
+    if (format == 7) items.push_back({11, 6, v});
+    if (format == 8) items.push_back({12, 8, v});
+    if (len > base_size[format]) items.push_back({14, uint16_t(len - base_size[format]), v});
   }
   const int compressor = opt.compressor ? opt.compressor : layered ? 3 : 2;
   const bool variable = opt.chunk_size == 0xFFFFFFFFu;
@@ -749,8 +751,7 @@ std::string laz_from_las(const std::string& las, const LazWriteOptions& opt) {
   append<uint16_t>(payload, uint16_t(items.size()));
   for (const Item& it : items) append(payload, it.type), append(payload, it.size), append(payload, it.version);
   put<uint16_t>(vlr, 20, uint16_t(payload.size()));
-  const std::string description = opt.lazperf ? "lazperf variant" : "streamline test writer";
-  std::memcpy(vlr.data() + 22, description.data(), description.size());
+  std::memcpy(vlr.data() + 22, "streamline test writer", 22);
   vlr += payload;
 
   // Header and VLRs, the new VLR after the last one (COPC: its info VLR first of all).
@@ -784,7 +785,7 @@ std::string laz_from_las(const std::string& las, const LazWriteOptions& opt) {
   std::vector<uint32_t> bytes;
   uint64_t first = 0;
   for (uint32_t n : counts) {
-    const std::string c = write_chunk(items, rec + first * len, n, len, layered, opt.lazperf);
+    const std::string c = write_chunk(items, rec + first * len, n, len, layered);
     bytes.push_back(uint32_t(c.size()));
     out += c;
     first += n;

@@ -16,7 +16,7 @@ struct LazWriteOptions {
   int compressor = 0;                  // 0: by the format (2 for 0-5, 3 for 6-10); 1, 2 or 3
   uint32_t chunk_size = 50000;         // points per chunk; 0xFFFFFFFF: variable, `chunk_points` gives them
   std::vector<uint32_t> chunk_points;  // variable chunks' point counts (adding up to the point count)
-  bool lazperf = true;  // laz-perf's scanner-channel contexts (LazInfo::lazperf) and VLR description
+  int layered_version = 3;  // the layered items' version: 3, or 4 (LASzip 3.4's scanner-channel contexts)
   // COPC: the "copc" info VLR first, and a hierarchy EVLR with one node per chunk (LAS 1.4,
   // formats 6-8, variable chunks); copc.js reads such a file node by node.
   bool copc = false;
