@@ -7,11 +7,11 @@
 #include <exception>
 #include <limits>
 
+#include <tbb/parallel_for.h>
+
 #include "graph/atomic_file.h"
 #include "graph/error.h"
 #include "graph/parallel.h"
-
-#include <tbb/parallel_for.h>
 #include "formats/clouds/formats.h"
 #include "formats/clouds/laz.h"
 #include "formats/clouds/mapped_file.h"
@@ -52,8 +52,6 @@ std::string text_at(const char* p, size_t off, size_t n) {
 }
 
 const char* axis_name(int a) { return a == 0 ? "x" : a == 1 ? "y" : "z"; }
-
-
 
 // The LASzip VLR of a LAZ file (its items checked against the point format).
 LazInfo laz_vlr(const char* d, const LasHeader& h, const std::string& path) {
@@ -279,8 +277,8 @@ PointCloud parse_las(const char* d, size_t size, const std::string& path, const 
       LazChunk c = chunks.chunks[k];
       if (k > 0) c.start = next;
       if (c.start >= c.end)
-        bad(path, c.start, "chunk " + std::to_string(k) + ": the point data ends (byte " + std::to_string(c.end) +
-                               ") before the chunk (the chunks are found one after the other: the chunk table is missing)");
+        fail(path, "chunk " + std::to_string(k) + ": byte " + std::to_string(c.start) + ": the point data ends (byte " +
+                       std::to_string(c.end) + ") before the chunk (the chunk table is missing: the chunks are found one after the other)");
       next = decode(k, c);
     }
   }
