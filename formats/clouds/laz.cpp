@@ -1002,6 +1002,22 @@ class Byte14V3 final : public LayeredItem {
   uint32_t current_ = 0;
 };
 
+// WAVEPACKET14 (formats 9 and 10): its layer is skipped, as LASzip's selective decompression
+// skips a layer it is not asked for; every record keeps the chunk's first point's 29 bytes (the
+// waveform's descriptor index, offset, size, return point and direction). The layer is separate
+// from the others, so the rest of the point decodes the same whether it is read or not.
+class WavePacket14Skip final : public LayeredItem {
+ public:
+  WavePacket14Skip() { layer_.name = "wave packet"; }
+  std::vector<Layer*> layers() override { return {&layer_}; }
+  void init(const uint8_t* item, uint32_t&) override { std::memcpy(first_, item, 29); }
+  void read(uint8_t* item, uint32_t&) override { std::memcpy(item, first_, 29); }
+
+ private:
+  Layer layer_;
+  uint8_t first_[29] = {};
+};
+
 // ---- item lists --------------------------------------------------------------------------------
 
 // Bytes of a point record of formats 0..10 (without extra bytes).
@@ -1122,8 +1138,8 @@ void check_laz_items(const LazInfo& z, int format, uint16_t record_length, const
     const LazItem& it = z.items[k];
     const uint64_t off = 34 + 6 * k + 4;
     const std::string name = laz_item_name(it.type) + " version " + num(it.version);
-    if (it.type == kLazWavePacket13 || it.type == kLazWavePacket14)
-      bad(off - 4, name + ": wave packets (point formats 4, 5, 9, 10) are not decoded here");
+    if (it.type == kLazWavePacket13)  // (inside the point-wise stream: it cannot be skipped)
+      bad(off - 4, name + ": wave packets in point-wise LAZ (point formats 4 and 5) are not decoded here");
     if (layered) {
       // (version 2: what early laz-perf wrote for the same coding; LASzip reads it as 3)
       if (it.version < 2 || it.version > 4) bad(off, name + " is unknown (layered items have version 3 or 4)");
@@ -1202,6 +1218,7 @@ struct LazChunkDecoder::Impl {
             break;
           case kLazRgb14: layered.push_back(std::make_unique<Rgb14V3>(false, it.version == 4)); break;
           case kLazRgbNir14: layered.push_back(std::make_unique<Rgb14V3>(true, it.version == 4)); break;
+          case kLazWavePacket14: layered.push_back(std::make_unique<WavePacket14Skip>()); break;
           default: layered.push_back(std::make_unique<Byte14V3>(it.size, it.version == 4));  // kLazByte14
         }
       }

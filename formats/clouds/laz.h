@@ -5,8 +5,8 @@
 // A LAZ file is a LAS file whose point format byte has bit 7 (or 6) set and which carries a
 // "laszip encoded" VLR (record 22204, parsed into LazInfo): the compressor, and the items a
 // point record is made of (POINT10, GPSTIME11, RGB12, BYTE for LAS 1.0-1.3 formats 0-5;
-// POINT14, RGB14, RGBNIR14, BYTE14 for LAS 1.4 formats 6-8), each with the version of its
-// coding. The point data is cut into chunks (50,000 points by default; COPC: one chunk per
+// POINT14, RGB14, RGBNIR14, WAVEPACKET14, BYTE14 for LAS 1.4 formats 6-10), each with the
+// version of its coding. The point data is cut into chunks (50,000 points by default; COPC: one chunk per
 // octree node, of variable size) that decode independently: a chunk starts with its first
 // record raw, then
 //  - point-wise (compressor 1 and 2; items version 1 and 2): one arithmetic-coded stream in
@@ -33,8 +33,10 @@
 // cannot fit the bytes they are given. Every count is checked against the bytes of the file
 // before anything is allocated, no read leaves the given bytes and every loop consumes input.
 //
-// Not decoded (refused naming the item): wave packets (WAVEPACKET13, WAVEPACKET14: formats 4,
-// 5, 9, 10). Checked against other decoders (laz-perf, copc.js; tests/formats/clouds/fixtures):
+// Wave packets: in formats 9 and 10 (WAVEPACKET14, a layer of its own) the layer is skipped, as
+// LASzip's selective decompression does, and each record keeps its chunk's first point's 29
+// wave packet bytes (everything else decodes exactly); in formats 4 and 5 (WAVEPACKET13, inside
+// the point-wise stream) they are refused naming the item. Checked against other decoders (laz-perf, copc.js; tests/formats/clouds/fixtures):
 // point-wise items version 2 and layered version 3. The point-wise items of version 1 (LASzip
 // 1.x, 2011) and the layered ones of version 4 follow LASzip's source; no file of those versions
 // was at hand, nor a decoder here that reads version 4 as LASzip does, to check them against.

@@ -608,6 +608,28 @@ class Rgb14Writer final : public LayeredWriter {
   uint32_t current_ = 0;
 };
 
+// WAVEPACKET14: our decoder skips the layer (as LASzip's selective decompression does): a
+// chunk whose wave packets all equal its first point's writes none (0 bytes: "unchanged"),
+// any other the raw packets as a placeholder no other decoder would read.
+class WavePacket14Writer final : public LayeredWriter {
+ public:
+  void init(const uint8_t* item, uint32_t&) override {
+    std::memcpy(first_, item, 29);
+    raw_.clear();
+    changed_ = false;
+  }
+  void write(const uint8_t* item, uint32_t&) override {
+    changed_ |= std::memcmp(item, first_, 29) != 0;
+    raw_.append(reinterpret_cast<const char*>(item), 29);
+  }
+  std::vector<std::string> layers() override { return {changed_ ? raw_ : std::string()}; }
+
+ private:
+  uint8_t first_[29] = {};
+  std::string raw_;
+  bool changed_ = false;
+};
+
 class Byte14Writer final : public LayeredWriter {
  public:
   Byte14Writer(uint32_t n, bool v4) : n_(n), v4_(v4), layer_(n) {}
@@ -685,6 +707,7 @@ std::string write_chunk(const std::vector<Item>& items, const uint8_t* rec, uint
     if (it.type == 10) w.push_back(std::make_unique<Point14Writer>());
     else if (it.type == 11) w.push_back(std::make_unique<Rgb14Writer>(false, it.version == 4));
     else if (it.type == 12) w.push_back(std::make_unique<Rgb14Writer>(true, it.version == 4));
+    else if (it.type == 13) w.push_back(std::make_unique<WavePacket14Writer>());
     else w.push_back(std::make_unique<Byte14Writer>(it.size, it.version == 4));
   }
   uint32_t context = 0;
@@ -719,7 +742,7 @@ std::string laz_from_las(const std::string& las, const LazWriteOptions& opt) {
     evlr_start = load<uint64_t>(d + 235), nevlr = load<uint32_t>(d + 243);
   }
   static const uint16_t base_size[11] = {20, 28, 26, 34, 57, 63, 30, 36, 38, 59, 67};
-  if (format > 10 || format == 4 || format == 5 || format >= 9) throw std::runtime_error("laz_from_las: format not written");
+  if (format > 10 || format == 4 || format == 5) throw std::runtime_error("laz_from_las: format not written");
   const bool layered = opt.compressor ? opt.compressor == 3 : format >= 6;
   std::vector<Item> items;
   if (format < 6) {
@@ -731,7 +754,8 @@ std::string laz_from_las(const std::string& las, const LazWriteOptions& opt) {
     const uint16_t v = uint16_t(opt.layered_version);
     items.push_back({10, 30, v});
     if (format == 7) items.push_back({11, 6, v});
-    if (format == 8) items.push_back({12, 8, v});
+    if (format == 8 || format == 10) items.push_back({12, 8, v});
+    if (format >= 9) items.push_back({13, 29, v});
     if (len > base_size[format]) items.push_back({14, uint16_t(len - base_size[format]), v});
   }
   const int compressor = opt.compressor ? opt.compressor : layered ? 3 : 2;

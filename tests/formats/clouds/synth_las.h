@@ -11,7 +11,7 @@ namespace sl::test {
 
 struct SynthLasOptions {
   int version_minor = 2;  // 2, 3 or 4
-  int format = 0;         // 0-3, 6-8
+  int format = 0;         // 0-3, 6-10
   uint16_t extra_bytes = 0;
   uint64_t points = 1000;
   uint64_t seed = 1;
@@ -114,10 +114,20 @@ inline std::string synth_las(const SynthLasOptions& o) {
         std::memcpy(p + 18, &angle, 2);
         std::memcpy(p + 20, &source, 2);
         std::memcpy(p + 22, &t[line], 8);
-        if (o.format == 7 || o.format == 8) {
+        if (o.format == 7 || o.format == 8 || o.format == 10) {
           for (int c = 0; c < 4; ++c) rgb[c] = uint16_t(rgb[c] + uni(257) - 128);
           if (uni(10) == 0) rgb[1] = rgb[2] = rgb[0];
-          std::memcpy(p + 30, rgb, o.format == 8 ? 8 : 6);
+          std::memcpy(p + 30, rgb, o.format == 7 ? 6 : 8);
+        }
+        if (o.format >= 9) {  // a wave packet: descriptor, offset, size, return point, direction
+          uint8_t* w = p + (o.format == 9 ? 30 : 38);
+          const uint64_t offset = 4096 + 128 * i;
+          const uint32_t size = 128;
+          const float where[4] = {float(uni(1000)) / 10.f, 0.01f, -0.02f, -1.f};
+          w[0] = uint8_t(1 + (i / 100) % 3);
+          std::memcpy(w + 1, &offset, 8);
+          std::memcpy(w + 9, &size, 4);
+          std::memcpy(w + 13, where, 16);
         }
       }
       for (uint16_t e = 0; e < o.extra_bytes; ++e)
