@@ -158,16 +158,32 @@ InspectReport inspect_file(const std::string& path, const OriginPolicy& origin) 
                 {"VLRs", records(h.vlrs)},
                 {"EVLRs", records(h.evlrs)},
                 {"software", h.software}};
-    if (h.laz || h.copc) {
-      // What the header says is all there is to show: the points are compressed.
-      r.header.emplace_back("compressed", h.copc ? "COPC (LASzip)" : "LAZ (LASzip)");
-      r.points = int64_t(std::min<uint64_t>(h.points, uint64_t(INT64_MAX)));
-      r.warning = std::string(h.copc ? "COPC" : "LAZ") +
-                  ": the points are LASzip-compressed and are not decoded; decompress the file first (laszip -i "
-                  "in.laz -o out.las, or pdal translate in.laz out.las)";
-    } else {
-      add_cloud_stats(r, parse_las(f.data(), f.size(), path, DecodeOptions{false, origin}));
+    if (h.laz) {
+      // The LASzip VLR and the chunk layout, then the decoded points as for LAS.
+      const LasLaz z = las_laz(f.data(), f.size(), h, path);
+      const LazInfo& i = z.info;
+      r.header.emplace_back("compressed", std::string(h.copc ? "COPC" : "LAZ") + " (LASzip " +
+                                              std::to_string(i.version_major) + "." + std::to_string(i.version_minor) + "." +
+                                              std::to_string(i.version_revision) +
+                                              ")");
+      r.header.emplace_back("compressor", i.compressor == 3   ? "layered chunked (3)"
+                                          : i.compressor == 2 ? "point-wise chunked (2)"
+                                                              : "point-wise, one stream (1)");
+      const size_t n = z.chunks.chunks.size();
+      std::string chunks = std::to_string(n) + (n == 1 ? " chunk" : " chunks");
+      if (i.chunked())
+        chunks += i.variable_chunks() ? ", variable sizes (from the chunk table)"
+                                      : " of " + std::to_string(i.chunk_size) + " points";
+      if (z.chunks.tabled < z.chunks.chunks.size())
+        chunks += "; " + std::to_string(z.chunks.chunks.size() - z.chunks.tabled) + " found one after the other (no chunk table)";
+      r.header.emplace_back("chunks", chunks);
+      std::string items;
+      for (const LazItem& it : i.items)
+        items += (items.empty() ? "" : ", ") + laz_item_name(it.type) + " v" + std::to_string(it.version) + " (" +
+                 std::to_string(it.size) + " bytes)";
+      r.header.emplace_back("items", items);
     }
+    add_cloud_stats(r, parse_las(f.data(), f.size(), path, DecodeOptions{false, origin}));
   } else if (format) {
     r.format = format->name;
     DecodeInfo info;

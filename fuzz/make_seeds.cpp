@@ -11,6 +11,7 @@
 
 #include "fuzz/map_targets.h"
 #include "fuzz/targets.h"
+#include "tests/formats/clouds/laz_fixtures.h"
 #include "tests/formats/maps/map_test_util.h"
 #include "graph/atomic_file.h"
 #include "kernels/adam.h"
@@ -221,6 +222,37 @@ void las_seeds() {
   }
 }
 
+void laz_seeds() {
+  // The rows of the LAZ fixtures (tests/formats/clouds/laz_fixtures.h: formats 0, 1, 3, 6, 7, 8,
+  // extra bytes, an EVLR, COPC) at 200 points in chunks of 50, and the test writer's other
+  // layouts: no chunk table, the table's offset at the end, one point-wise stream, layered
+  // items version 4, format 10's wave packets: a few KB each. (libLAS's LAZ is a seed of the las target, cut; whole,
+  // its 38 KB would become the input limit, and a LAZ may declare ~2,000 points per byte: columns
+  // above -malloc_limit_mb for a one-stream file of that size.)
+  using test::LazWriteOptions;
+  for (test::LazFixture f : test::laz_fixtures()) {
+    f.las.points = 200;
+    if (f.laz.chunk_size == 0xFFFFFFFFu) f.laz.chunk_points = {40, 100, 1, 59};
+    else f.laz.chunk_size = 50;
+    save("laz", f.name, test::laz_from_las(test::synth_las(f.las), f.laz));
+  }
+  test::SynthLasOptions f1{2, 1, 1, 120, 31, false}, f7{4, 7, 0, 120, 32, false};
+  LazWriteOptions none, at_end, one, v4;
+  none.chunk_size = at_end.chunk_size = v4.chunk_size = 40;
+  none.table = LazWriteOptions::Table::kNone;
+  at_end.table = LazWriteOptions::Table::kAtEnd;
+  one.compressor = 1;
+  v4.layered_version = 4;
+  save("laz", "f1_no_table", test::laz_from_las(test::synth_las(f1), none));
+  save("laz", "f1_table_at_end", test::laz_from_las(test::synth_las(f1), at_end));
+  save("laz", "f1_one_stream", test::laz_from_las(test::synth_las(f1), one));
+  save("laz", "f7_items_v4", test::laz_from_las(test::synth_las(f7), v4));
+  test::SynthLasOptions f10{4, 10, 1, 120, 33, false};  // wave packets: a layer the decoder skips
+  LazWriteOptions chunks40;
+  chunks40.chunk_size = 40;
+  save("laz", "f10_wave_packets", test::laz_from_las(test::synth_las(f10), chunks40));
+}
+
 void lines_seeds() {
   const std::string tmp = fuzz::scratch_dir() + "/seed.json";
   LinesFile lf;
@@ -364,6 +396,7 @@ int main(int argc, char** argv) {
   ply_seeds();
   tile_metadata_seeds();
   las_seeds();
+  laz_seeds();
   lines_seeds();
   pipeline_seeds();
   checkpoint_seeds();

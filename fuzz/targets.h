@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -173,9 +174,9 @@ inline void ply(const uint8_t* data, size_t size) {
 }
 
 // LAS: parse_las (what read_las runs on the mapped file) on an exact-size heap buffer, with the
-// auto origin and a fixed one; parse_las_header must agree with what the body gave (the count,
-// no compressed file decoded); then inspect's LAS path (header rows, world statistics) through
-// a file.
+// auto origin and a fixed one; parse_las_header must agree with what the body gave (the count);
+// then inspect's LAS path (header rows, world statistics) through a file. (A LAZ input is
+// decoded here too; fuzz_laz is the target seeded with LAZ files.)
 inline void las(const uint8_t* data, size_t size) {
   const char* p = reinterpret_cast<const char*>(data);
   for (const OriginPolicy& origin : {OriginPolicy::auto_rule(), OriginPolicy::at({500000, 5400000, -7.5})}) {
@@ -184,7 +185,6 @@ inline void las(const uint8_t* data, size_t size) {
       PointCloud c = parse_las(p, size, "fuzz.las", DecodeOptions{true, origin}, &info);
       check_cloud(c, 4);
       const LasHeader h = parse_las_header(p, size, "fuzz.las");
-      SL_FUZZ_CHECK(!h.laz && !h.copc);
       SL_FUZZ_CHECK(c.size() + size_t(info.dropped) == h.points);
       for (double o : c.origin) SL_FUZZ_CHECK(std::isfinite(o));
       for (size_t i = 0; i < c.size(); ++i) {
@@ -202,6 +202,42 @@ inline void las(const uint8_t* data, size_t size) {
     (void)to_json(r);
   } catch (const Error&) {
   }
+}
+
+// LAZ / COPC: parse_las (the LAS reader's LAZ path: the chunks decoded on all threads into the
+// columns) on an exact-size heap buffer: the header's count must be what the body gave, the
+// origin finite, intensities in [0, 1]; then the serial record decoder (decode_laz, a block of
+// records at a time) must give the same points in order: each record's intensity / 65535 equal
+// to the column's, and the header's count of records.
+inline void laz(const uint8_t* data, size_t size) {
+  const char* p = reinterpret_cast<const char*>(data);
+  PointCloud c;
+  LasHeader h;
+  try {
+    c = parse_las(p, size, "fuzz.laz", DecodeOptions{false, OriginPolicy::auto_rule()});
+    check_cloud(c, 4);
+    h = parse_las_header(p, size, "fuzz.laz");
+    SL_FUZZ_CHECK(c.size() == h.points);
+    for (double o : c.origin) SL_FUZZ_CHECK(std::isfinite(o));
+    for (size_t i = 0; i < c.size(); ++i) SL_FUZZ_CHECK(c.columns[3][i] >= 0.f && c.columns[3][i] <= 1.f);
+  } catch (const Error&) {
+    return;
+  }
+  if (!h.laz) return;
+  const LasLaz z = las_laz(p, size, h, "fuzz.laz");  // read once already: cannot fail now
+  const uint64_t end = h.version_minor == 4 && h.evlr_count > 0 && h.evlr_start > h.point_offset ? h.evlr_start : size;
+  uint64_t next = 0;
+  decode_laz(p, size, z.info, h.point_offset, h.points, h.record_length, end, "fuzz.laz",
+             [&](uint64_t first, uint64_t n, const uint8_t* r) {
+               SL_FUZZ_CHECK(first == next);
+               for (uint64_t k = 0; k < n; ++k) {
+                 uint16_t intensity;
+                 std::memcpy(&intensity, r + k * h.record_length + 12, 2);
+                 SL_FUZZ_CHECK(c.columns[3][first + k] == float(intensity) / 65535.f);
+               }
+               next += n;
+             });
+  SL_FUZZ_CHECK(next == h.points);
 }
 
 // Lines JSON as read_lines_json reads it (the stage's category filter and the default

@@ -27,7 +27,7 @@ struct CloudFormat {
   // cloud.origin (a format that stores float32 coordinates refuses a cloud with an origin).
   // Null for a format that is only read (LAZ).
   void (*write)(const std::string& path, const PointCloud& cloud);
-  // Set for a format whose files are recognised but not decoded (LAZ): why, and what to do.
+  // Set for a format whose files are recognised but not decoded: why, and what to do (none now).
   // scan_dataset refuses such a dataset before the run; inspect still shows the header.
   const char* refused = nullptr;
 };

@@ -4,12 +4,16 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
+
+#include <tbb/parallel_for.h>
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
 #include "graph/parallel.h"
 #include "formats/clouds/formats.h"
+#include "formats/clouds/laz.h"
 #include "formats/clouds/mapped_file.h"
 
 namespace sl {
@@ -49,12 +53,33 @@ std::string text_at(const char* p, size_t off, size_t n) {
 
 const char* axis_name(int a) { return a == 0 ? "x" : a == 1 ? "y" : "z"; }
 
-std::string decompress_hint() {
-  return "decompress it first, e.g. laszip -i in.laz -o out.las, or pdal translate in.laz out.las (LASzip is not "
-         "packaged for Debian 12)";
+// The LASzip VLR of a LAZ file (its items checked against the point format).
+LazInfo laz_vlr(const char* d, const LasHeader& h, const std::string& path) {
+  uint64_t pos = h.header_size;
+  for (uint32_t k = 0; k < h.vlr_count; ++k) {  // (parse_las_header checked the walk)
+    const uint16_t len = get<uint16_t>(d, size_t(pos) + 20);
+    if (text_at(d, size_t(pos) + 2, 16) == kLazVlrUser && get<uint16_t>(d, size_t(pos) + 18) == kLazVlrRecord) {
+      const uint64_t at = pos + kVlrHeader;
+      LazInfo info = parse_laz_vlr(d + at, len, path, at);
+      check_laz_items(info, h.point_format, h.record_length, path, at);
+      return info;
+    }
+    pos += kVlrHeader + len;
+  }
+  bad(path, 104, "the point format byte " + std::to_string(h.format_byte) +
+                     " marks the points as LASzip-compressed, but the file has no LASzip VLR ('laszip encoded' 22204)");
 }
 
 }  // namespace
+
+LasLaz las_laz(const char* d, size_t size, const LasHeader& h, const std::string& path) {
+  LasLaz z;
+  z.info = laz_vlr(d, h, path);
+  // The compressed points end at the EVLRs (LAS 1.4), else at the end of the file.
+  const uint64_t end = h.version_minor == 4 && h.evlr_count > 0 && h.evlr_start > h.point_offset ? h.evlr_start : size;
+  z.chunks = laz_chunks(d, size, z.info, h.point_offset, h.points, h.record_length, end, path);
+  return z;
+}
 
 LasHeader parse_las_header(const char* d, size_t size, const std::string& path) {
   if (size < 4 || std::memcmp(d, "LASF", 4) != 0) bad(path, 0, "not a LAS file (it does not start with \"LASF\")");
@@ -181,14 +206,14 @@ Vec3d las_auto_origin(const Vec3d& offset, const Bounds& world) {
 PointCloud parse_las(const char* d, size_t size, const std::string& path, const DecodeOptions& opt, DecodeInfo* info,
                      const MappedFile* mapped) {
   const LasHeader h = parse_las_header(d, size, path);
-  if (h.copc)
-    fail(path, "a COPC file (cloud-optimized point cloud: LAS 1.4 with LASzip-compressed points) cannot be read here; " +
-                   decompress_hint());
-  if (h.laz) fail(path, "byte 104: the points are LASzip-compressed (LAZ), which is not read here; " + decompress_hint());
   if (h.points > kMaxPoints)
     fail(path, std::to_string(h.points) + " points exceed the limit of " + std::to_string(kMaxPoints));
   const size_t n = size_t(h.points), L = h.record_length;
-  const char* base = d + h.point_offset;
+  // LAZ: the chunks are found (and their counts checked against their bytes) before anything
+  // is allocated.
+  LasLaz laz;
+  if (h.laz) laz = las_laz(d, size, h, path);
+  const LazChunks& chunks = laz.chunks;
 
   PointCloud cloud;
   cloud.fields = {"x", "y", "z", "intensity"};
@@ -200,11 +225,10 @@ PointCloud parse_las(const char* d, size_t size, const std::string& path, const 
   struct IntBox {
     int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
   };
-  std::vector<IntBox> boxes(part_count(n));
-  parallel_parts(n, [&](size_t i0, size_t i1) {
-    IntBox& b = boxes[i0 / kPartSize];
-    for (size_t i = i0; i < i1; ++i) {
-      const char* r = base + i * L;
+  std::vector<IntBox> boxes;
+  // Records [i0, i1) at `r` into the columns, their box into b.
+  auto take = [&](const char* r, size_t i0, size_t i1, IntBox& b) {
+    for (size_t i = i0; i < i1; ++i, r += L) {
       int32_t xyz[3];
       std::memcpy(xyz, r, 12);
       for (int a = 0; a < 3; ++a) {
@@ -213,8 +237,51 @@ PointCloud parse_las(const char* d, size_t size, const std::string& path, const 
       }
       col[3][i] = float(get<uint16_t>(r, 12)) / 65535.f;
     }
-    if (mapped) mapped->release_range(h.point_offset + i0 * L, h.point_offset + i1 * L);
-  });
+  };
+  if (!h.laz) {
+    const char* base = d + h.point_offset;
+    boxes.resize(part_count(n));
+    parallel_parts(n, [&](size_t i0, size_t i1) {
+      take(base + i0 * L, i0, i1, boxes[i0 / kPartSize]);
+      if (mapped) mapped->release_range(h.point_offset + i0 * L, h.point_offset + i1 * L);
+    });
+  } else {
+    // LAZ chunks decode independently: those of the chunk table on all threads (oneTBB), each
+    // into its points' rows, a block of records at a time; those after a missing table's walk
+    // one after the other. The first failing chunk (in file order) is the error reported.
+    boxes.resize(chunks.chunks.size());
+    auto decode = [&](size_t k, const LazChunk& c) {
+      constexpr uint64_t kBlock = 4096;
+      LazChunkDecoder dec(d, size, laz.info, c, k, h.record_length, path);
+      std::vector<uint8_t> buf(size_t(std::min(kBlock, c.points)) * L);
+      for (uint64_t i = 0; i < c.points; i += kBlock) {
+        const uint64_t m = std::min(kBlock, c.points - i);
+        dec.read(buf.data(), m);
+        take(reinterpret_cast<const char*>(buf.data()), size_t(c.first_point + i), size_t(c.first_point + i + m), boxes[k]);
+      }
+      if (mapped && k < chunks.tabled) mapped->release_range(c.start, c.end);
+      return dec.end();
+    };
+    std::vector<std::exception_ptr> failed(chunks.tabled);
+    tbb::parallel_for(size_t(0), chunks.tabled, [&](size_t k) {
+      try {
+        decode(k, chunks.chunks[k]);
+      } catch (...) {
+        failed[k] = std::current_exception();
+      }
+    });
+    for (const std::exception_ptr& e : failed)
+      if (e) std::rethrow_exception(e);
+    uint64_t next = chunks.tabled ? chunks.chunks[chunks.tabled - 1].end : 0;
+    for (size_t k = chunks.tabled; k < chunks.chunks.size(); ++k) {
+      LazChunk c = chunks.chunks[k];
+      if (k > 0) c.start = next;
+      if (c.start >= c.end)
+        fail(path, "chunk " + std::to_string(k) + ": byte " + std::to_string(c.start) + ": the point data ends (byte " +
+                       std::to_string(c.end) + ") before the chunk (the chunk table is missing: the chunks are found one after the other)");
+      next = decode(k, c);
+    }
+  }
   int32_t lo[3] = {INT32_MAX, INT32_MAX, INT32_MAX}, hi[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
   for (const IntBox& b : boxes)
     for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], b.lo[a]), hi[a] = std::max(hi[a], b.hi[a]);
@@ -399,8 +466,8 @@ void write_las(const std::string& path, const PointCloud& cloud, const LasWriteO
   write_file_atomic(path, las_bytes(path, cloud, opt));
 }
 
-// The LAS and LAZ rows of the cloud-format table (formats/clouds/formats.h). A .laz file's header is
-// read (count, inspect) but its compressed points are refused with the way to decompress them.
+// The LAS and LAZ rows of the cloud-format table (formats/clouds/formats.h). A .laz file (and a
+// COPC file, .copc.laz) is read by the same reader, which decodes its compressed points.
 namespace {
 int64_t las_count(const std::string& path) {
   MappedFile m(path, MappedFile::HeaderOnly{});
@@ -420,13 +487,11 @@ CloudFormat laz_format() {
   CloudFormat f;
   f.name = "laz";
   f.extension = ".laz";
-  f.doc = "LAZ (LASzip-compressed LAS, and COPC): the header is read, the points are refused (decompress to .las)";
+  f.doc = "LAZ (LASzip-compressed LAS 1.0-1.4: point formats 0-3 and 6-10, extra bytes) and COPC (.copc.laz): x y z and "
+          "intensity / 65535, chunks decoded on all threads";
   f.decode = [](const std::string& p, const DecodeOptions& o, DecodeInfo* i) { return read_las(p, o, i); };
   f.count = las_count;
-  f.write = nullptr;  // read-only: LASzip is not available here
-  f.refused =
-      "LAZ files are LASzip-compressed, which is not read here: decompress them first, e.g. laszip -i in.laz -o "
-      "out.las, or pdal translate in.laz out.las (then scan.format las)";
+  f.write = nullptr;  // read-only
   return f;
 }
 SL_REGISTER_CLOUD_FORMAT(las_format);

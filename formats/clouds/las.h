@@ -18,8 +18,9 @@
 // offset (the auto rule's first choice) that is float(X * scale) exactly rounded once.
 //
 // LAZ (LASzip-compressed LAS: the point format's bit 7 -- or 6 -- set, or a "laszip encoded"
-// VLR) and COPC (LAZ 1.4 with a "copc" info VLR) are refused with an error saying how to
-// decompress them; their headers are still read (inspect shows them).
+// VLR) and COPC (LAZ 1.4 with a "copc" info VLR; its octree nodes are the LASzip chunks) are
+// decoded by formats/clouds/laz.h into the same columns, their chunks on all threads; errors in
+// the compressed data name the chunk and the byte.
 //
 // Every malformed header is an sl::Error "<path>: byte N: <reason>"; the point count is checked
 // against the file size before anything is allocated.
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "graph/message.h"
+#include "formats/clouds/laz.h"
 #include "formats/clouds/origin.h"
 
 namespace sl {
@@ -65,10 +67,19 @@ struct LasHeader {
 };
 
 // The header and the VLR/EVLR walk, validated against the file size (for a LAZ file the
-// compressed point data is not checked). Throws sl::Error "<path>: byte N: <reason>".
+// compressed point data is checked when it is decoded). Throws sl::Error "<path>: byte N: <reason>".
 LasHeader parse_las_header(const char* data, size_t size, const std::string& path);
 
-// The whole file: columns x, y, z, intensity. Refuses LAZ and COPC. Throws sl::Error. With the
+// A LAZ file's LASzip VLR (its items checked against the header's point format and record
+// length) and where its chunks lie (formats/clouds/laz.h): what the reader decodes, and what
+// inspect shows. Throws sl::Error naming the byte (and the chunk).
+struct LasLaz {
+  LazInfo info;
+  LazChunks chunks;
+};
+LasLaz las_laz(const char* data, size_t size, const LasHeader& h, const std::string& path);
+
+// The whole file (LAS, LAZ or COPC): columns x, y, z, intensity. Throws sl::Error. With the
 // file's mapping, its pages are released as they are decoded.
 class MappedFile;
 PointCloud parse_las(const char* data, size_t size, const std::string& path, const DecodeOptions& opt,

@@ -149,7 +149,7 @@ TileSet scan_tiles(const std::string& dir, const std::string& format, const std:
   std::sort(set.tiles.begin(), set.tiles.end(), [](const TileInfo& a, const TileInfo& b) { return a.name < b.name; });
   for (auto& t : set.tiles) t.points = f.count(t.path);
 
-  const bool las = f.name == "las";
+  const bool las = f.name == "las" || f.name == "laz";  // (LAZ: the same header; bounds without decoding)
   std::vector<LasHeader> headers;
   if (las) {
     headers.reserve(set.tiles.size());

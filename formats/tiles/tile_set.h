@@ -63,7 +63,7 @@ struct TileSet {
 // The tiles of `dir`: its regular files whose extension is `format`'s (a name of the format table,
 // formats/clouds/formats.h), or, for "" or "auto", of the one cloud format the folder holds (two
 // formats in one folder is an error). Subfolders and other files are left out. Throws sl::Error
-// "<where>: <file>: <reason>" for no tiles, a refused format (LAZ), bad metadata, a bad header.
+// "<where>: <file>: <reason>" for no tiles, a refused format, bad metadata, a bad header.
 TileSet scan_tiles(const std::string& dir, const std::string& format, const std::string& where);
 
 // A decoded tile's points must lie in the box its listing gave (metadata cell, LAS header, bounds

@@ -101,7 +101,7 @@ void register_scan_stage(StageRegistry& r) {
   s.output = Kind::SceneRef;
   s.params = {
       p_required_string("root", "dataset folder"),
-      p_string("format", "pcd", "cloud format (formats/clouds/formats.h: pcd, bin = KITTI, nuscenes = .pcd.bin, ply, las; laz is refused)",
+      p_string("format", "pcd", "cloud format (formats/clouds/formats.h: pcd, bin = KITTI, nuscenes = .pcd.bin, ply, las, laz = LAZ and COPC)",
                cloud_format_names()),
       p_bool("shuffle", true, "shuffle the scene order each epoch (seeded by run seed and epoch)"),
       p_int("limit", 0, "use at most this many scenes (0: all)", 0),

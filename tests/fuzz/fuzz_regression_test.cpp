@@ -18,7 +18,7 @@ namespace {
 
 const std::map<std::string, std::function<void(const uint8_t*, size_t)>> kTargets = {
     {"pcd", sl::fuzz::pcd},               {"inspect", sl::fuzz::inspect},           {"kitti", sl::fuzz::kitti},
-    {"ply", sl::fuzz::ply},               {"las", sl::fuzz::las},
+    {"ply", sl::fuzz::ply},               {"las", sl::fuzz::las},                 {"laz", sl::fuzz::laz},
     {"lines_json", sl::fuzz::lines_json}, {"pipeline", sl::fuzz::pipeline},
     {"checkpoint", sl::fuzz::checkpoint}, {"samples", sl::fuzz::samples}, {"tile_metadata", sl::fuzz::tile_metadata}};
 
