@@ -46,6 +46,9 @@ inline uint64_t rank_key(float d2, uint32_t id) {
   return (uint64_t)bits << 32 | id;
 }
 
+// The ranks `spread` keeps of n sorted keys (n > k): floor(i n / k), strictly increasing.
+size_t spread_rank(size_t i, size_t n, size_t k) { return (size_t)((uint64_t)i * (uint64_t)n / (uint64_t)k); }
+
 Groups make_groups(int64_t L, int k) {
   Groups g;
   g.local = Tensor({L, (int64_t)k, 4});  // zero-filled: the rows of an empty window
@@ -90,8 +93,14 @@ struct Scratch {
 
 }  // namespace
 
+GroupSelect parse_group_select(const std::string& name, const std::string& where) {
+  if (name == "nearest") return GroupSelect::kNearest;
+  if (name == "spread") return GroupSelect::kSpread;
+  fail(where, "unknown selection '" + name + "' (nearest or spread)");
+}
+
 Groups group_points_reference(const PointCloud& cloud, const std::vector<uint32_t>& crop, const Tensor& line, int k,
-                              float radius) {
+                              float radius, GroupSelect select) {
   const char* who = "group_points_reference";
   const Columns c = check_inputs(cloud, line, k, radius, who);
   const int64_t L = line.shape[0];
@@ -110,14 +119,21 @@ Groups group_points_reference(const PointCloud& cloud, const std::vector<uint32_
     }
     std::sort(in.begin(), in.end());
     keys.clear();
-    for (size_t j = 0; j < in.size() && j < (size_t)k; ++j) keys.push_back(rank_key(in[j].first, in[j].second));
+    if (select == GroupSelect::kSpread && in.size() > (size_t)k) {
+      for (size_t i = 0; i < (size_t)k; ++i) {
+        const auto& p = in[spread_rank(i, in.size(), (size_t)k)];
+        keys.push_back(rank_key(p.first, p.second));
+      }
+    } else {
+      for (size_t j = 0; j < in.size() && j < (size_t)k; ++j) keys.push_back(rank_key(in[j].first, in[j].second));
+    }
     write_group(c, q, keys.data(), keys.size(), k, &g.local.data[(size_t)l * (size_t)k * 4], &g.count.data[(size_t)l]);
   }
   return g;
 }
 
 Groups group_points(const PointCloud& cloud, const std::vector<uint32_t>& crop, const Tensor& line, int k,
-                    float radius) {
+                    float radius, GroupSelect select) {
   const char* who = "group_points";
   const Columns c = check_inputs(cloud, line, k, radius, who);
   const int64_t L = line.shape[0];
@@ -200,7 +216,11 @@ Groups group_points(const PointCloud& cloud, const std::vector<uint32_t>& crop, 
   };
 
   const size_t K = (size_t)k;
-  if (t.cand.size() < 4 * K + most) t.cand.resize(4 * K + most);  // below 4K, plus a cell's points
+  const bool spread = select == GroupSelect::kSpread;
+  // nearest: below 4K, plus a cell's points; spread: every point of a window (at most n_in)
+  // plus the last cell's (written before the count decides).
+  const size_t need = spread ? n_in + most : 4 * K + most;
+  if (t.cand.size() < need) t.cand.resize(need);
   for (int64_t l = 0; l < L; ++l) {
     const float* q = &line.data[(size_t)l * 3];
     const float qx = q[0], qy = q[1];
@@ -217,7 +237,7 @@ Groups group_points(const PointCloud& cloud, const std::vector<uint32_t>& crop, 
     // cut to the K smallest, whose largest distance becomes the bar a point must not exceed
     // (ties with it may still enter: their id decides) and a cell's bound must reach. A heap
     // spent a fifth of the time re-ordering on every entry.
-    const size_t cap = 4 * K;
+    const size_t cap = spread ? std::numeric_limits<size_t>::max() : 4 * K;  // spread: no cut
     uint64_t* cand = t.cand.data();
     size_t n = 0;
     float bar = r2;
@@ -245,8 +265,17 @@ Groups group_points(const PointCloud& cloud, const std::vector<uint32_t>& crop, 
       }
       if (n >= cap) cut();
     }
-    if (n > K) cut();
-    std::sort(cand, cand + n);
+    if (spread) {
+      // Every point of the window, sorted; the spread ranks, in place (rank(i) >= i).
+      std::sort(cand, cand + n);
+      if (n > K) {
+        for (size_t i = 0; i < K; ++i) cand[i] = cand[spread_rank(i, n, K)];
+        n = K;
+      }
+    } else {
+      if (n > K) cut();
+      std::sort(cand, cand + n);
+    }
     write_group(c, q, cand, n, k, &g.local.data[(size_t)l * K * 4], &g.count.data[(size_t)l]);
   }
   return g;

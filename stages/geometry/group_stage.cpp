@@ -20,7 +20,10 @@ constexpr long long kMaxK = 4096;  // [L, K, 4] per sample: 2 MiB at L = 32
 class Group : public Stage {
  public:
   explicit Group(const Params& p)
-      : k_((int)p.get_int("k")), radius_((float)p.get_float("radius")), around_(p.get_string("around")) {
+      : k_((int)p.get_int("k")),
+        radius_((float)p.get_float("radius")),
+        around_(p.get_string("around")),
+        select_(parse_group_select(p.get_string("select"), p.where("select"))) {
     if (p.get_int("k") > kMaxK) fail(p.where("k"), "at most " + std::to_string(kMaxK) + " points per group");
   }
   void process(Item in, const Position&, Emitter& out, RunContext&) override {
@@ -28,7 +31,7 @@ class Group : public Stage {
     if (!s->scene || !s->scene->cloud) throw Error(s->describe() + ": group_points needs the cloud the crop came from");
     Groups g;
     try {
-      g = group_points(*s->scene->cloud, s->indices, s->at(around_), k_, radius_);
+      g = group_points(*s->scene->cloud, s->indices, s->at(around_), k_, radius_, select_);
     } catch (const Error& e) {  // name the sample (scene, line, epoch) beside the reason
       throw Error(s->describe() + ": " + e.what());
     }
@@ -41,14 +44,16 @@ class Group : public Stage {
   int k_;
   float radius_;
   std::string around_;
+  GroupSelect select_;
 };
 
 void register_group(StageRegistry& r) {
   StageSchema s;
   s.type = "group_points";
   s.group = "geometry";
-  s.doc = "per line point, the K nearest crop points within a horizontal radius, as offsets from it with intensity "
-          "(local [L,K,4], padded with the nearest; local_count [L]); place between the crop and resample";
+  s.doc = "per line point, K crop points within a horizontal radius (the nearest, or spread over the window), as offsets "
+          "from it with intensity (local [L,K,4], padded with the nearest; local_count [L]); place between the crop and "
+          "resample";
   s.input = s.output = Kind::Sample;
   s.requires_keys = {"points"};
   s.requires_from_param = "around";
@@ -56,6 +61,10 @@ void register_group(StageRegistry& r) {
   s.default_threads = "auto";
   s.params = {p_pos_int("k", 64, "points per line point (K), nearest first; fewer in the window: padded with the nearest"),
               p_pos_float("radius", 1.0, "horizontal window radius around each line point, metres (cover the line's error)"),
+              p_string("select", "nearest",
+                       "which K of the window's points: nearest (the K nearest) or spread (K evenly through the window's "
+                       "points ordered by distance, the nearest first: covers the whole window)",
+                       {"nearest", "spread"}),
               p_string("around", "noisy_line", "the line whose points are grouped around: noisy_line (what inference has) or line",
                        {"noisy_line", "line"})};
   s.factory = [](const Params& p) { return std::make_unique<Group>(p); };
