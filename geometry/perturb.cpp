@@ -5,6 +5,7 @@
 
 #include "graph/error.h"
 #include "geometry/rng.h"
+#include "kernels/line_error.h"
 
 namespace sl {
 
@@ -99,6 +100,18 @@ void perturb_line(const Tensor& true_line, const PerturbParams& prm, uint64_t se
     q[2] = (float)(p[2] + ver + jz);
     float* d = target_offset->data.data() + 3 * i;
     for (int c = 0; c < 3; ++c) d[c] = p[c] - q[c];
+  }
+}
+
+void target_to_line(const Tensor& true_line, const Tensor& noisy, Tensor* target_offset) {
+  const int64_t L = noisy.shape.at(0), n = true_line.shape.at(0);
+  target_offset->shape = {L, 3};
+  target_offset->data.assign((size_t)L * 3, 0.f);
+  for (int64_t i = 0; i < L; ++i) {
+    const float* p = &noisy.data[(size_t)i * 3];
+    double q[3];
+    nearest_on_polyline(p, true_line.data.data(), n, q);
+    for (int c = 0; c < 3; ++c) target_offset->data[(size_t)i * 3 + c] = (float)(q[c] - (double)p[c]);
   }
 }
 

@@ -26,4 +26,12 @@ struct PerturbParams {
 void perturb_line(const Tensor& true_line, const PerturbParams& params, uint64_t seed,
                   Tensor* noisy, Tensor* target_offset);
 
+// The other training target: target_offset = (the point of true_line, as a polyline, nearest to
+// each noisy point) - noisy point -- the offset back to the line rather than to the point the
+// noisy one came from. The evaluation measures the distance to the true line, and the line
+// cannot tell where along itself a point came from (a shift along it is invisible in the points):
+// the "point" target asks the model for that along-line part too, ~0.2 m of noise at the default
+// shift_sigma. Rounded to float once; noisy [L,3] and true_line [n,3], n >= 1.
+void target_to_line(const Tensor& true_line, const Tensor& noisy, Tensor* target_offset);
+
 }  // namespace sl

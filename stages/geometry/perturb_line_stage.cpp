@@ -13,7 +13,7 @@ namespace {
 class PerturbLine : public Stage {
  public:
   // At inference the given line is the noisy one: resampled to L points, no noise added.
-  PerturbLine(const Params& p, bool inference) : L_((int)p.get_int("points")) {
+  PerturbLine(const Params& p, bool inference) : L_((int)p.get_int("points")), to_line_(p.get_string("target") == "line") {
     const float k = inference ? 0.f : 1.f;
     prm_.lateral_sigma = k * (float)p.get_float("lateral_sigma");
     prm_.vertical_sigma = k * (float)p.get_float("vertical_sigma");
@@ -26,6 +26,7 @@ class PerturbLine : public Stage {
     Tensor truth = resample_polyline(polyline_of(s->at("line")), L_);
     Tensor noisy, target;
     perturb_line(truth, prm_, mix_seed(s->seed, 2), &noisy, &target);
+    if (to_line_) target_to_line(truth, noisy, &target);
     s->tensors["true_line"] = std::move(truth);
     s->tensors["noisy_line"] = std::move(noisy);
     s->tensors["target_offset"] = std::move(target);
@@ -34,6 +35,7 @@ class PerturbLine : public Stage {
 
  private:
   int L_;
+  bool to_line_;
   PerturbParams prm_;
 };
 
@@ -41,7 +43,7 @@ void register_perturb_line(StageRegistry& r) {
   StageSchema s;
   s.type = "perturb_line";
   s.group = "geometry";
-  s.doc = "true line resampled to L points by arc length; noisy = true + smooth offsets + jitter; target = true - noisy";
+  s.doc = "true line resampled to L points by arc length; noisy = true + smooth offsets + jitter; target = true - noisy (or to the true line's nearest point)";
   s.input = s.output = Kind::Sample;
   s.requires_keys = {"line"};
   s.produces_keys = {"true_line", "noisy_line", "target_offset"};
@@ -53,6 +55,10 @@ void register_perturb_line(StageRegistry& r) {
       p_float("jitter_sigma", 0.03, "std of the per-point jitter, metres", 0),
       p_float("shift_sigma", 0.2, "std of the global xy shift, metres", 0),
       p_int("smooth_modes", 3, "low-frequency sine modes of the smooth offset", 1, 16),
+      p_string("target", "point",
+               "target_offset: point (true point - noisy point, along-line shift included) or line (the true line's "
+               "nearest point - noisy point: what the evaluation measures)",
+               {"point", "line"}),
   };
   s.factory = [](const Params& p) { return std::make_unique<PerturbLine>(p, false); };
   s.infer_factory = [](const Params& p) { return std::make_unique<PerturbLine>(p, true); };

@@ -7,6 +7,7 @@
 #include "geometry/perturb.h"
 #include "geometry/polyline.h"
 #include "geometry/rng.h"
+#include "kernels/line_error.h"
 
 TEST(Perturb, TargetIsExactlyTrueMinusNoisyAndSeedReproducible) {
   sl::Rng rng(11);
@@ -121,4 +122,33 @@ TEST(Perturb, NormalPairsAreIndependentStandardNormals) {
   EXPECT_NEAR(q1 / n, 1.0, 0.02);
   EXPECT_NEAR(q2 / n, 1.0, 0.02);
   EXPECT_NEAR(c / n, 0.0, 0.01);
+}
+
+// target "line": each noisy point plus its target lands on the true line (distance ~0 to it,
+// to float rounding), the target is the shortest such offset (its length is the point's
+// distance to the line), and on a straight line along +x it has no x part away from the ends.
+TEST(Perturb, TargetToLineIsTheOffsetToTheNearestPointOfTheTrueLine) {
+  sl::Rng rng(5);
+  std::vector<std::array<float, 3>> p;
+  for (int i = 0; i < 5; ++i) p.push_back({(float)rng.uniform(-20, 20), (float)rng.uniform(-20, 20), (float)rng.uniform(-1, 1)});
+  const sl::Tensor tl = sl::resample_polyline(p, 32);
+  sl::Tensor noisy, off;
+  sl::perturb_line(tl, {}, 77, &noisy, &off);
+  sl::target_to_line(tl, noisy, &off);
+  ASSERT_EQ(off.shape, (std::vector<int64_t>{32, 3}));
+  for (int64_t i = 0; i < 32; ++i) {
+    const float* q = &noisy.data[(size_t)i * 3];
+    const float* t = &off.data[(size_t)i * 3];
+    const float on[3] = {q[0] + t[0], q[1] + t[1], q[2] + t[2]};
+    EXPECT_LT(sl::point_to_polyline(on, tl.data.data(), 32), 1e-4) << i;
+    EXPECT_NEAR(std::sqrt((double)t[0] * t[0] + (double)t[1] * t[1] + (double)t[2] * t[2]),
+                sl::point_to_polyline(q, tl.data.data(), 32), 1e-5)
+        << i;
+  }
+  // By hand: the line (0,0,0)-(10,0,0); (3, 2, 1) -> (3, 0, 0); (-1, 1, 0) -> the end (0, 0, 0).
+  sl::Tensor line({2, 3}), pts({2, 3}), t;
+  line.data = {0, 0, 0, 10, 0, 0};
+  pts.data = {3, 2, 1, -1, 1, 0};
+  sl::target_to_line(line, pts, &t);
+  EXPECT_EQ(t.data, (std::vector<float>{0, -2, -1, 1, -1, 0}));
 }
