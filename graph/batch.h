@@ -50,6 +50,7 @@ struct Batch {
   int64_t index = 0;     // batch number within the epoch
   std::vector<BatchTensor> tensors;
   std::vector<int32_t> scene_index, line_index;  // provenance per sample
+  std::vector<std::string> category;             // per sample: its line's category ("" when unknown)
   // Per sample: the origin of its scene's cloud (world = local + origin; formats/clouds/origin.h),
   // {0, 0, 0} for a sample without a scene (a sample cache).
   std::vector<std::array<double, 3>> scene_origin;

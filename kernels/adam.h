@@ -47,6 +47,8 @@ class Adam {
 
   size_t size() const { return n_; }
   const AdamConfig& config() const { return cfg_; }
+  // The learning rate of the following steps (a schedule sets it per epoch; the moments stay).
+  void set_lr(float lr) { cfg_.lr = lr; }
   const Backend& backend() const { return m_.backend(); }
 
  private:

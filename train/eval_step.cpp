@@ -114,7 +114,8 @@ class EvalStep : public Stage {
       }
     for (int i = 0; i < B; ++i) {
       const size_t o = (size_t)i * L * 3;
-      out_.stats.add(noisy + o, pred_.data() + o, target + o, truth + o, L);
+      out_.stats.add(noisy + o, pred_.data() + o, target + o, truth + o, L,
+                     (size_t)i < b->category.size() ? b->category[(size_t)i] : std::string());
     }
   }
   void finish(RunContext& ctx) override {
@@ -127,6 +128,7 @@ class EvalStep : public Stage {
                   s.mean_before(), s.mean_after(),
                   s.mean_before() > 0 ? 100 * s.mean_after() / s.mean_before() : 0.0, 100 * s.improved_share());
     ctx.add_summary(buf);
+    for (const std::string& c : s.category_lines()) ctx.add_summary("  " + c);
     if (!is_live_key(model_key_)) return;  // a checkpoint's evaluation is its summary line
     std::lock_guard<std::mutex> lock(g_live_mu);
     g_results[model_key_] = std::move(out_);

@@ -103,11 +103,43 @@ void RunLog::train_line(int64_t logged_step, int64_t step, int64_t epoch, int64_
   else std::fprintf(stderr, "%s\n", line);
 }
 
+namespace {
+// A category name as a JSON string's contents (names come from the user's map files).
+std::string json_escape(const std::string& in) {
+  std::string out;
+  for (unsigned char c : in) {
+    if (c == '"' || c == '\\') out += '\\', out += (char)c;
+    else if (c < 0x20) {
+      char u[8];
+      std::snprintf(u, sizeof u, "\\u%04x", c);
+      out += u;
+    } else out += (char)c;
+  }
+  return out;
+}
+}  // namespace
+
 std::string RunLog::eval(int64_t step, int64_t epoch, const RefineStats& s) {
   char line[512];
-  std::snprintf(line, sizeof line, "{\"type\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"lines\":%lld,\"mse\":%.6g,\"err_before_m\":%.6g,\"err_after_m\":%.6g,\"improved\":%.4f}\n",
+  std::snprintf(line, sizeof line, "{\"type\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"lines\":%lld,\"mse\":%.6g,\"err_before_m\":%.6g,\"err_after_m\":%.6g,\"improved\":%.4f",
                 (long long)step, (long long)epoch, (long long)s.lines, s.mse(), s.mean_before(), s.mean_after(), s.improved_share());
-  metrics_.append(line);
+  // Per category, over its line points: the refined error's mean, median and p95, and the input's.
+  std::string rec = line;
+  rec += ",\"categories\":{";
+  bool first = true;
+  for (const auto& [name, pe] : s.by_category) {
+    const Spread a = spread_of(pe.after), b = spread_of(pe.before);
+    char c[400];
+    std::snprintf(c, sizeof c,
+                  "%s\"%s\":{\"lines\":%lld,\"points\":%lld,\"mean_m\":%.6g,\"median_m\":%.6g,\"p95_m\":%.6g,"
+                  "\"input_mean_m\":%.6g,\"input_median_m\":%.6g,\"input_p95_m\":%.6g}",
+                  first ? "" : ",", json_escape(name).c_str(), (long long)pe.lines, (long long)pe.after.size(), a.mean,
+                  a.median, a.p95, b.mean, b.median, b.p95);
+    rec += c;
+    first = false;
+  }
+  rec += "}}\n";
+  metrics_.append(rec);
   char msg[256];
   std::snprintf(msg, sizeof msg, "eval after epoch %lld (step %lld): %lld val lines, mean point error %.3f m -> %.3f m (%.0f%%), %.0f%% improved",
                 (long long)epoch + 1, (long long)step, (long long)s.lines, s.mean_before(), s.mean_after(),

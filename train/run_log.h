@@ -21,6 +21,7 @@ class RunLog {
   // log_every: a train line every N steps; progress: "auto" (a live line on a terminal), "bar",
   // "lines"; lr: written with every train line.
   RunLog(int64_t log_every, std::string progress, double lr);
+  void set_lr(double lr) { lr_ = lr; }  // the learning rate the metrics lines report from now on
 
   // First, on every rank: only rank 0 writes or prints anything, and nothing under quiet.
   void start(bool rank0, bool quiet, int64_t epochs);

@@ -100,6 +100,9 @@ class BatchStage : public Stage {
     }
     b.scene_index.push_back((int32_t)s.scene_index);
     b.line_index.push_back((int32_t)s.line_index);
+    b.category.push_back(s.scene && s.line_index >= 0 && (size_t)s.line_index < s.scene->lines.size()
+                             ? s.scene->lines[(size_t)s.line_index].category
+                             : std::string());
     b.scene_origin.push_back(s.scene && s.scene->cloud ? s.scene->cloud->origin : std::array<double, 3>{0, 0, 0});
     ++b.size;
   }

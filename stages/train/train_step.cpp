@@ -20,6 +20,7 @@
 #include "graph/batch.h"
 #include "train/checkpoints.h"
 #include "train/eval_step.h"
+#include "train/lr_schedule.h"
 #include "train/ranks.h"
 #include "train/run_log.h"
 #include "train/step_core.h"
@@ -44,6 +45,9 @@ class TrainStep : public Stage {
     adam_cfg_.beta2 = (float)opt.get_float("beta2");
     adam_cfg_.eps = (float)opt.get_float("eps");
     adam_cfg_.weight_decay = (float)opt.get_float("weight_decay");
+    schedule_ = parse_lr_schedule(opt.get_string("schedule"), opt.where("schedule"));
+    min_lr_ = opt.get_float("min_lr");
+    if (min_lr_ > adam_cfg_.lr) fail(opt.where("min_lr"), "min_lr " + std::to_string(min_lr_) + " is above lr " + std::to_string(adam_cfg_.lr));
     ckpt_every_ = p.get_object("checkpoint").get_int("every_steps");
     Params log = p.get_object("log");
     metrics_path_ = log.is_null("metrics") ? (ckpt_.dir() + "/metrics.jsonl") : log.get_string("metrics");
@@ -153,6 +157,11 @@ class TrainStep : public Stage {
         if (!core_->model()) stopped_ = failed_ = true;  // out of GPU memory: the model was freed
         throw;
       }
+    }
+    if (schedule_ != LrSchedule::kConstant) {  // this batch's epoch's rate (the same on every rank)
+      const double lr = scheduled_lr(schedule_, adam_cfg_.lr, min_lr_, b.epoch, ctx.epochs);
+      core_->adam()->set_lr((float)lr);
+      log_.set_lr(lr);
     }
     const int64_t t_in = now_ns();
     data_wait_ns_ += t_in - t_last_batch_;
@@ -354,10 +363,15 @@ class TrainStep : public Stage {
     }
     const std::string said = log_.eval(step_, epoch, r.stats);
     log_.note(said);
+    const std::vector<std::string> cats = r.stats.category_lines();
+    for (const std::string& c : cats) log_.note("  " + c);
     if (!r.skips.empty())
       log_.note("  (" + std::to_string(r.skips.size()) + " validation sample(s) skipped, e.g. " + r.skips[0].item +
                 ": " + r.skips[0].reason + ")");
-    if (ctx.cancelled() || epoch + 1 >= ctx.epochs || (max_steps_ > 0 && step_ >= max_steps_)) ctx.add_summary(said);
+    if (ctx.cancelled() || epoch + 1 >= ctx.epochs || (max_steps_ > 0 && step_ >= max_steps_)) {
+      ctx.add_summary(said);
+      for (const std::string& c : cats) ctx.add_summary("  " + c);
+    }
   }
 
   // ---- settings ------------------------------------------------------------------------------
@@ -380,6 +394,8 @@ class TrainStep : public Stage {
   Place window_;      // synced steps: where it stands after the window's last micro-batch
   int64_t local_samples_ = 0, t_last_batch_ = 0, compute_ns_ = 0, data_wait_ns_ = 0;
   std::string pipeline_, live_key_, resumed_from_;
+  LrSchedule schedule_ = LrSchedule::kConstant;
+  double min_lr_ = 0;
 };
 
 void register_train_stages(StageRegistry& r) {
@@ -395,7 +411,12 @@ void register_train_stages(StageRegistry& r) {
       p_object("optimizer",
                {p_string("type", "adam", "optimizer", {"adam"}), p_pos_float("lr", 1e-3, "learning rate"),
                 p_float("beta1", 0.9, "Adam beta1", 0, 1), p_float("beta2", 0.999, "Adam beta2", 0, 1),
-                p_pos_float("eps", 1e-8, "Adam epsilon"), p_float("weight_decay", 0, "L2 weight decay (PyTorch Adam)", 0)},
+                p_pos_float("eps", 1e-8, "Adam epsilon"), p_float("weight_decay", 0, "L2 weight decay (PyTorch Adam)", 0),
+                p_string("schedule", "constant",
+                         "learning rate per epoch: constant, or cosine (lr in the first epoch, half a cosine down to "
+                         "min_lr over the run's epochs)",
+                         {"constant", "cosine"}),
+                p_float("min_lr", 0, "cosine: the rate the last epochs approach", 0)},
                "optimizer settings (PyTorch Adam semantics)"),
       p_object("checkpoint",
                {p_string("dir", "runs/line_refine", "checkpoint folder"),

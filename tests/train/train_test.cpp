@@ -24,6 +24,7 @@
 #include "refine/infer.h"
 #include "tests/train/tiny_dataset.h"
 #include "train/metrics.h"
+#include "train/lr_schedule.h"
 #include "train/checkpoints.h"
 #include "train/eval_step.h"
 
@@ -243,6 +244,47 @@ TEST(RefineMetrics, PointToPolylineAndStatsOnKnownGeometry) {
   EXPECT_NEAR(s.mean_after(), 0.5, 1e-6);
   EXPECT_NEAR(s.mse(), 0.25 / 3, 1e-6);
   EXPECT_EQ(s.improved, 1);
+}
+
+// The learning rate schedule by hand: cosine from lr in epoch 0 to min_lr, half-way at epochs / 2.
+TEST(LrSchedule, ConstantAndCosineByHand) {
+  EXPECT_EQ(scheduled_lr(LrSchedule::kConstant, 0.003, 0, 7, 10), 0.003);
+  EXPECT_DOUBLE_EQ(scheduled_lr(LrSchedule::kCosine, 0.003, 0.001, 0, 10), 0.003);
+  EXPECT_DOUBLE_EQ(scheduled_lr(LrSchedule::kCosine, 0.003, 0.001, 5, 10), 0.002);
+  EXPECT_NEAR(scheduled_lr(LrSchedule::kCosine, 0.003, 0.001, 9, 10), 0.001 + 0.002 * 0.5 * (1 + std::cos(M_PI * 0.9)), 1e-15);
+  EXPECT_DOUBLE_EQ(scheduled_lr(LrSchedule::kCosine, 0.003, 0.001, 12, 10), 0.001);  // a continued run: min_lr
+  std::string why;
+  try {
+    parse_lr_schedule("step", "train.optimizer.schedule");
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  EXPECT_NE(why.find("train.optimizer.schedule"), std::string::npos) << why;
+  EXPECT_NE(why.find("constant or cosine"), std::string::npos) << why;
+}
+
+// Per category: the point errors' mean, median and p95 (nearest rank) by hand.
+TEST(RefineMetrics, PerCategoryMedianAndP95ByHand) {
+  EXPECT_EQ(spread_of({}).p95, 0.0);
+  std::vector<double> v;
+  for (int i = 1; i <= 20; ++i) v.push_back(i);  // p95: the 19th smallest; median (10 + 11) / 2
+  const Spread s = spread_of(v);
+  EXPECT_DOUBLE_EQ(s.mean, 10.5);
+  EXPECT_DOUBLE_EQ(s.median, 10.5);
+  EXPECT_DOUBLE_EQ(s.p95, 19.0);
+  EXPECT_DOUBLE_EQ(spread_of({3, 1, 2}).median, 2.0);
+  const float truth[] = {0, 0, 0, 1, 0, 0, 2, 0, 0};
+  const float noisy[] = {0, 1, 0, 1, 2, 0, 2, 3, 0};
+  const float zero[9] = {};
+  RefineStats st;
+  st.add(noisy, zero, zero, truth, 3, "curb");
+  st.add(truth, zero, zero, truth, 3, "lane_marking");
+  ASSERT_EQ(st.by_category.size(), 2u);
+  EXPECT_EQ(st.by_category["curb"].after, (std::vector<double>{1, 2, 3}));
+  const std::vector<std::string> lines = st.category_lines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "curb: 1 lines, point error mean 2.000 m, median 2.000 m, p95 3.000 m (input 2.000 / 2.000 / 3.000 m)");
+  EXPECT_EQ(lines[1].rfind("lane_marking: 1 lines, point error mean 0.000 m", 0), 0u) << lines[1];
 }
 
 }  // namespace
