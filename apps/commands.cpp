@@ -26,6 +26,7 @@
 #include "formats/clouds/pcd.h"
 #include "formats/tiles/tile_set.h"
 #include "formats/maps/vector_map.h"
+#include "refine/map_error.h"
 
 namespace sl {
 namespace {
@@ -54,13 +55,33 @@ struct InspectArgs {
   std::vector<double> map_origin;
 };
 
+// map-error and perturb-map: a map against its true twin, and a perturbed copy of a map.
+struct MapToolArgs {
+  std::string truth, map, out, tiles, tiles_format;
+  std::vector<std::string> categories;
+  ProjectionSpec projection;
+  std::vector<double> map_origin;
+  uint64_t seed = 1;
+  PerturbParams perturb;
+  double piece_length = 10;
+  MapReadOptions read_options() const {
+    MapReadOptions o;
+    o.projection = projection;
+    if (map_origin.size() == 2) o.projection.origin_lat = map_origin[0], o.projection.origin_lon = map_origin[1];
+    return o;
+  }
+};
+
 struct Commands {
   CLI::App* gen = nullptr;
   CLI::App* inspect = nullptr;
   CLI::App* report = nullptr;
+  CLI::App* map_error = nullptr;
+  CLI::App* perturb_map = nullptr;
   std::string run_dir;
   GenArgs g;
   InspectArgs i;
+  MapToolArgs m;
 };
 Commands& commands() {
   static Commands c;
@@ -266,6 +287,28 @@ int cmd_report(const std::string& dir) {
   return kOk;
 }
 
+int cmd_map_error(const MapToolArgs& a) {
+  const VectorMap truth = read_vector_map(a.truth, a.read_options());
+  const VectorMap map = read_vector_map(a.map, a.read_options());
+  std::optional<TileSet> region;
+  if (!a.tiles.empty()) region = scan_tiles(a.tiles, a.tiles_format, "--tiles");
+  const MapErrorResult r = map_error(truth, map, a.categories, region ? &*region : nullptr);
+  std::cout << "vertices of " << a.map << " to the lines of " << a.truth << " (" << truth.frame << ")"
+            << (region ? ", inside the tiles of " + a.tiles : std::string()) << "\n"
+            << to_text(r);
+  return kOk;
+}
+
+int cmd_perturb_map(const MapToolArgs& a) {
+  const VectorMap map = read_vector_map(a.map, a.read_options());
+  const std::vector<Vec3d> d = perturb_map(map, a.perturb, a.seed, a.categories, a.piece_length);
+  const MapWriteReport w = write_vector_map(a.out, map, d);
+  std::cout << a.out << ": " << w.moved_vertices << " of " << map.vertices.size() << " vertices moved (seed " << a.seed
+            << ")" << (w.dropped_z ? ", " + std::to_string(w.dropped_z) + " of them store no height" : std::string())
+            << "\n";
+  return kOk;
+}
+
 }  // namespace
 
 void prepare_process(int argc, char** argv) {
@@ -321,6 +364,37 @@ void add_commands(CLI::App& app) {
                         "local frame the cloud is decoded in: auto (as read_cloud's default) or x,y,z; coordinates "
                         "are reported in world coordinates either way");
 
+  MapToolArgs& m = c.m;
+  auto map_options = [&](CLI::App* sub) {
+    sub->add_option("--categories", m.categories, "the categories (comma-separated; line_thin takes every line_thin:<subtype>; default: all)")
+        ->delimiter(',');
+    sub->add_option("--projection", m.projection.kind, "the maps' world frame: auto, utm, mgrs, transverse_mercator or local")
+        ->check(CLI::IsMember({"auto", "utm", "mgrs", "transverse_mercator", "local"}));
+    sub->add_option("--map-origin", m.map_origin, "LAT LON of the map origin (UTM zone, MGRS square, TM centre)")->expected(2);
+  };
+  c.map_error = app.add_subcommand("map-error",
+                                   "how far a map's vertices lie from the lines of its true twin (same ids), per category, "
+                                   "in world metres: mean, median, 95th percentile, horizontal and 3-D");
+  c.map_error->add_option("--truth", m.truth, "the true map (Lanelet2 .osm or GeoJSON)")->required();
+  c.map_error->add_option("--map", m.map, "the map to measure: refined, or as given")->required();
+  c.map_error->add_option("--tiles", m.tiles, "only the vertices over these tiles (the part infer --map --tiles refines)");
+  c.map_error->add_option("--tiles-format", m.tiles_format, "--tiles: the tiles' format (default: the one the folder holds)");
+  map_options(c.map_error);
+  c.perturb_map = app.add_subcommand("perturb-map",
+                                     "write a copy of a map with its lines moved by perturb_line's noise (smooth sideways "
+                                     "and vertical offsets, a shift, jitter), to try refinement where the truth is known");
+  c.perturb_map->add_option("--map", m.map, "the map (Lanelet2 .osm or GeoJSON)")->required();
+  c.perturb_map->add_option("--out", m.out, "the perturbed map, in the same format")->required();
+  c.perturb_map->add_option("--seed", m.seed, "noise seed");
+  c.perturb_map->add_option("--lateral-sigma", m.perturb.lateral_sigma, "std of the smooth sideways offset, metres")->check(CLI::NonNegativeNumber);
+  c.perturb_map->add_option("--vertical-sigma", m.perturb.vertical_sigma, "std of the smooth vertical offset, metres")->check(CLI::NonNegativeNumber);
+  c.perturb_map->add_option("--jitter-sigma", m.perturb.jitter_sigma, "std of the per-vertex jitter, metres")->check(CLI::NonNegativeNumber);
+  c.perturb_map->add_option("--shift-sigma", m.perturb.shift_sigma, "std of each line's xy shift, metres")->check(CLI::NonNegativeNumber);
+  c.perturb_map->add_option("--piece-length", m.piece_length,
+                            "metres per 3 smooth modes (perturb_line's smooth_modes per piece of split_lines' max_length)")
+      ->check(CLI::PositiveNumber);
+  map_options(c.perturb_map);
+
   c.report = app.add_subcommand("report", "write RUN_DIR/report.html: curves, stage time, skipped items, before/after pictures");
   c.report->add_option("run_dir", c.run_dir, "a training run's folder (train_step's checkpoint.dir)")->required();
 }
@@ -331,6 +405,8 @@ int run_commands(CLI::App&) {
     if (c.gen && *c.gen) return cmd_gen_data(c.g);
     if (c.inspect && *c.inspect) return cmd_inspect(c.i);
     if (c.report && *c.report) return cmd_report(c.run_dir);
+    if (c.map_error && *c.map_error) return cmd_map_error(c.m);
+    if (c.perturb_map && *c.perturb_map) return cmd_perturb_map(c.m);
   } catch (const Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kFailure;
