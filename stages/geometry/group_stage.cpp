@@ -23,7 +23,8 @@ class Group : public Stage {
       : k_((int)p.get_int("k")),
         radius_((float)p.get_float("radius")),
         around_(p.get_string("around")),
-        select_(parse_group_select(p.get_string("select"), p.where("select"))) {
+        select_(parse_group_select(p.get_string("select"), p.where("select"))),
+        aspect_((float)p.get_float("aspect")) {
     if (p.get_int("k") > kMaxK) fail(p.where("k"), "at most " + std::to_string(kMaxK) + " points per group");
   }
   void process(Item in, const Position&, Emitter& out, RunContext&) override {
@@ -31,7 +32,7 @@ class Group : public Stage {
     if (!s->scene || !s->scene->cloud) throw Error(s->describe() + ": group_points needs the cloud the crop came from");
     Groups g;
     try {
-      g = group_points(*s->scene->cloud, s->indices, s->at(around_), k_, radius_, select_);
+      g = group_points(*s->scene->cloud, s->indices, s->at(around_), k_, radius_, select_, aspect_);
     } catch (const Error& e) {  // name the sample (scene, line, epoch) beside the reason
       throw Error(s->describe() + ": " + e.what());
     }
@@ -45,6 +46,7 @@ class Group : public Stage {
   float radius_;
   std::string around_;
   GroupSelect select_;
+  float aspect_;
 };
 
 void register_group(StageRegistry& r) {
@@ -65,6 +67,10 @@ void register_group(StageRegistry& r) {
                        "which K of the window's points: nearest (the K nearest) or spread (K evenly through the window's "
                        "points ordered by distance, the nearest first: covers the whole window)",
                        {"nearest", "spread"}),
+              p_float("aspect", 1.0,
+                      "rank the window's points by lateral^2 + aspect^2 along^2 (along the line's tangent): the K nearest "
+                      "in an ellipse aspect times as wide across the line as along it (1: a circle)",
+                      1.0),
               p_string("around", "noisy_line", "the line whose points are grouped around: noisy_line (what inference has) or line",
                        {"noisy_line", "line"})};
   s.factory = [](const Params& p) { return std::make_unique<Group>(p); };

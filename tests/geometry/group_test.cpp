@@ -76,13 +76,14 @@ TEST(Group, GridEqualsBruteForceOverRandomCloudsKRadiusAndOffsets) {
     const sl::Tensor line = random_line(rng, 1 + (int64_t)rng.uniform(0, 40), extent, at);
     const int k = std::vector<int>{1, 3, 16, 32, 64, 200}[(size_t)trial % 6];
     const float radius = std::vector<float>{0.05f, 0.3f, 0.75f, 1.0f, 2.5f}[(size_t)trial % 5];
-    for (auto sel : {sl::GroupSelect::kNearest, sl::GroupSelect::kSpread}) {
-      const sl::Groups want = sl::group_points_reference(cloud, crop, line, k, radius, sel);
-      const sl::Groups got = sl::group_points(cloud, crop, line, k, radius, sel);
-      const bool spread = sel == sl::GroupSelect::kSpread;
-      ASSERT_TRUE(same_bits(got.count, want.count)) << "trial " << trial << " spread " << spread;
-      ASSERT_TRUE(same_bits(got.local, want.local)) << "trial " << trial << " spread " << spread;
-    }
+    for (auto sel : {sl::GroupSelect::kNearest, sl::GroupSelect::kSpread})
+      for (float aspect : {1.f, 3.f, 8.f}) {
+        const sl::Groups want = sl::group_points_reference(cloud, crop, line, k, radius, sel, aspect);
+        const sl::Groups got = sl::group_points(cloud, crop, line, k, radius, sel, aspect);
+        const bool spread = sel == sl::GroupSelect::kSpread;
+        ASSERT_TRUE(same_bits(got.count, want.count)) << "trial " << trial << " spread " << spread << " aspect " << aspect;
+        ASSERT_TRUE(same_bits(got.local, want.local)) << "trial " << trial << " spread " << spread << " aspect " << aspect;
+      }
     const sl::Groups want = sl::group_points_reference(cloud, crop, line, k, radius);
     for (float c : want.count.data) {
       nonempty += c > 0;
@@ -127,7 +128,7 @@ TEST(Group, OffsetsOrderTiesRadiusEdgeAndPaddingByHand) {
   line.data = {1.f, 2.f, 3.f};
   for (auto fn : {&sl::group_points, &sl::group_points_reference}) {
     const std::vector<uint32_t> crop = {5, 4, 3, 2, 1, 0};
-    const sl::Groups g = fn(cloud, crop, line, 6, R, sl::GroupSelect::kNearest);
+    const sl::Groups g = fn(cloud, crop, line, 6, R, sl::GroupSelect::kNearest, 1.f);
     ASSERT_EQ(g.local.shape, (std::vector<int64_t>{1, 6, 4}));
     ASSERT_EQ(g.count.shape, (std::vector<int64_t>{1}));
     EXPECT_EQ(g.count.data[0], 4.f);
@@ -138,7 +139,7 @@ TEST(Group, OffsetsOrderTiesRadiusEdgeAndPaddingByHand) {
     EXPECT_EQ(row(g, 0, 4), row(g, 0, 0));  // padding: the nearest again
     EXPECT_EQ(row(g, 0, 5), row(g, 0, 0));
     // K below the count: the K nearest.
-    const sl::Groups two = fn(cloud, crop, line, 2, R, sl::GroupSelect::kNearest);
+    const sl::Groups two = fn(cloud, crop, line, 2, R, sl::GroupSelect::kNearest, 1.f);
     EXPECT_EQ(two.count.data[0], 2.f);
     EXPECT_EQ(row(two, 0, 0), (std::vector<float>{0.f, 0.25f, -1.f, 20.f}));
     EXPECT_EQ(row(two, 0, 1), (std::vector<float>{0.f, -0.25f, 0.f, 50.f}));
@@ -153,10 +154,10 @@ TEST(Group, EmptyWindowsNonFiniteInputsAndNoIntensity) {
   sl::Tensor line({3, 3});
   line.data = {0.f, 0.f, 0.f, 50.f, 50.f, 0.f, nan, 0.f, 0.f};
   for (auto fn : {&sl::group_points, &sl::group_points_reference}) {
-    const sl::Groups none = fn(cloud, {}, line, 4, 1.f, sl::GroupSelect::kNearest);
+    const sl::Groups none = fn(cloud, {}, line, 4, 1.f, sl::GroupSelect::kNearest, 1.f);
     EXPECT_EQ(none.count.data, (std::vector<float>{0, 0, 0}));
     EXPECT_TRUE(std::all_of(none.local.data.begin(), none.local.data.end(), [](float v) { return v == 0.f; }));
-    const sl::Groups g = fn(cloud, {0, 1, 2, 3}, line, 4, 1.f, sl::GroupSelect::kNearest);
+    const sl::Groups g = fn(cloud, {0, 1, 2, 3}, line, 4, 1.f, sl::GroupSelect::kNearest, 1.f);
     EXPECT_EQ(g.count.data, (std::vector<float>{2, 0, 0}));
     EXPECT_EQ(row(g, 0, 1), (std::vector<float>{0.2f, 0.f, 1.f, 9.f}));
     for (int64_t j = 0; j < 4; ++j) EXPECT_EQ(row(g, 1, j), (std::vector<float>{0, 0, 0, 0}));
@@ -207,18 +208,18 @@ TEST(Group, BadInputsAreErrorsThatSayWhy) {
   };
   for (auto fn : {&sl::group_points, &sl::group_points_reference})
     for (auto sel : {sl::GroupSelect::kNearest, sl::GroupSelect::kSpread}) {
-    EXPECT_NE(msg([&] { fn(cloud, {1}, line, 4, 1.f, sel); }).find("crop id 1 is out of range for a cloud of 1 points"),
+    EXPECT_NE(msg([&] { fn(cloud, {1}, line, 4, 1.f, sel, 1.f); }).find("crop id 1 is out of range for a cloud of 1 points"),
               std::string::npos);
-    EXPECT_NE(msg([&] { fn(cloud, {0}, sl::Tensor({2, 2}), 4, 1.f, sel); }).find("the line must be [L, 3], got [2,2]"),
+    EXPECT_NE(msg([&] { fn(cloud, {0}, sl::Tensor({2, 2}), 4, 1.f, sel, 1.f); }).find("the line must be [L, 3], got [2,2]"),
               std::string::npos);
-    EXPECT_NE(msg([&] { fn(cloud, {0}, line, 0, 1.f, sel); }).find("k must be at least 1, got 0"), std::string::npos);
-    EXPECT_NE(msg([&] { fn(cloud, {0}, line, 4, 0.f, sel); }).find("radius must be a positive finite number"),
+    EXPECT_NE(msg([&] { fn(cloud, {0}, line, 0, 1.f, sel, 1.f); }).find("k must be at least 1, got 0"), std::string::npos);
+    EXPECT_NE(msg([&] { fn(cloud, {0}, line, 4, 0.f, sel, 1.f); }).find("radius must be a positive finite number"),
               std::string::npos);
-    EXPECT_NE(msg([&] { fn(cloud, {0}, line, 4, std::numeric_limits<float>::infinity(), sel); }).find("radius must be"),
+    EXPECT_NE(msg([&] { fn(cloud, {0}, line, 4, std::numeric_limits<float>::infinity(), sel, 1.f); }).find("radius must be"),
               std::string::npos);
     sl::PointCloud no_z = cloud;
     no_z.fields[2] = "w";
-    EXPECT_NE(msg([&] { fn(no_z, {0}, line, 4, 1.f, sel); }).find("the cloud has no x, y or z field"), std::string::npos);
+    EXPECT_NE(msg([&] { fn(no_z, {0}, line, 4, 1.f, sel, 1.f); }).find("the cloud has no x, y or z field"), std::string::npos);
   }
 }
 
@@ -234,12 +235,12 @@ TEST(Group, SpreadKeepsEvenlySpacedRanksByHand) {
   line.data = {0.f, 0.f, 0.f};
   const std::vector<uint32_t> crop = {7, 3, 10, 0, 9, 1, 5, 2, 8, 4, 6};
   for (auto fn : {&sl::group_points, &sl::group_points_reference}) {
-    const sl::Groups g = fn(cloud, crop, line, 4, 1.2f, sl::GroupSelect::kSpread);
+    const sl::Groups g = fn(cloud, crop, line, 4, 1.2f, sl::GroupSelect::kSpread, 1.f);
     EXPECT_EQ(g.count.data, (std::vector<float>{4}));
     const float want[4] = {0, 2, 5, 7};  // the intensities are the ids
     for (int64_t j = 0; j < 4; ++j) EXPECT_EQ(row(g, 0, j)[3], want[j]) << j;
-    const sl::Groups all = fn(cloud, crop, line, 12, 1.2f, sl::GroupSelect::kSpread);
-    const sl::Groups near = fn(cloud, crop, line, 12, 1.2f, sl::GroupSelect::kNearest);
+    const sl::Groups all = fn(cloud, crop, line, 12, 1.2f, sl::GroupSelect::kSpread, 1.f);
+    const sl::Groups near = fn(cloud, crop, line, 12, 1.2f, sl::GroupSelect::kNearest, 1.f);
     EXPECT_EQ(all.count.data, (std::vector<float>{10}));
     EXPECT_TRUE(same_bits(all.local, near.local));
   }
@@ -251,4 +252,34 @@ TEST(Group, SpreadKeepsEvenlySpacedRanksByHand) {
   }
   EXPECT_NE(why.find("group.params.select"), std::string::npos) << why;
   EXPECT_NE(why.find("nearest or spread"), std::string::npos) << why;
+}
+
+// aspect by hand: a line along +x through (0, 0); points across it at y = 0.5 and along it at
+// x = 0.3. Circle (aspect 1): the along point (0.3) is nearer than the across one (0.5). Aspect 4:
+// 0.3 along ranks as 1.2, after 0.5 across. The window is still the circle of the radius: a
+// point 1.1 m across stays out at any aspect. A line along +y swaps the roles.
+TEST(Group, AspectRanksAcrossTheLineBeforeAlongItByHand) {
+  const sl::PointCloud cloud = cloud_of({{0.3f, 0.f, 0.f, 1.f}, {0.f, 0.5f, 0.f, 2.f}, {0.f, 1.1f, 0.f, 3.f}});
+  sl::Tensor along_x({2, 3}), along_y({2, 3});
+  along_x.data = {0.f, 0.f, 0.f, 1.f, 0.f, 0.f};
+  along_y.data = {0.f, 0.f, 0.f, 0.f, 1.f, 0.f};
+  for (auto fn : {&sl::group_points, &sl::group_points_reference}) {
+    const sl::Groups circle = fn(cloud, {0, 1, 2}, along_x, 1, 1.f, sl::GroupSelect::kNearest, 1.f);
+    EXPECT_EQ(row(circle, 0, 0)[3], 1.f);
+    const sl::Groups wide = fn(cloud, {0, 1, 2}, along_x, 1, 1.f, sl::GroupSelect::kNearest, 4.f);
+    EXPECT_EQ(row(wide, 0, 0)[3], 2.f);
+    const sl::Groups all = fn(cloud, {0, 1, 2}, along_x, 3, 1.f, sl::GroupSelect::kNearest, 4.f);
+    EXPECT_EQ(all.count.data[0], 2.f);
+    const sl::Groups turned = fn(cloud, {0, 1, 2}, along_y, 1, 1.f, sl::GroupSelect::kNearest, 4.f);
+    EXPECT_EQ(row(turned, 0, 0)[3], 1.f);  // along y, the point at x = 0.3 is the one across
+  }
+  for (float bad : {0.5f, std::numeric_limits<float>::infinity()}) {
+    std::string why;
+    try {
+      sl::group_points(cloud, {0}, along_x, 1, 1.f, sl::GroupSelect::kNearest, bad);
+    } catch (const sl::Error& e) {
+      why = e.what();
+    }
+    EXPECT_NE(why.find("aspect must be a finite number >= 1"), std::string::npos) << why;
+  }
 }
