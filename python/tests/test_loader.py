@@ -25,6 +25,7 @@ except ImportError:
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
 DATA_PIPELINE = os.path.join(SOURCE, "pipelines", "line_refine_data.json")
+LOCAL_PIPELINE = os.path.join(SOURCE, "pipelines", "line_refine_local_data.json")
 CLI = os.environ.get("STREAMLINE_CLI", os.path.join(SOURCE, "build", "streamline"))
 ROOT = None
 
@@ -95,6 +96,37 @@ class LoaderTest(unittest.TestCase):
         self.assertGreater(r["python_us_per_batch"], 0)
         self.assertIn("your loop", r["bottleneck"])
         self.assertIn(r["bottleneck"], r["table"])
+
+    def test_the_grouped_crop_comes_in_the_batches(self):
+        # line_refine_local_data.json: group_points' local [B, L, K, 4] and local_count [B, L]
+        # beside the rest; each group's real rows lie within its radius (1 m, horizontal) of their
+        # line point (offsets from it, in the line's frame), the padding repeats the nearest row,
+        # and an empty group is all zeros.
+        ld = streamline.Loader(LOCAL_PIPELINE, set={"scan.root": os.path.join(ROOT, "train"), "batch.size": 8})
+        n = 0
+        for b in ld:
+            b = as_numpy(b)
+            local, count = b["local"], b["local_count"]
+            self.assertEqual(local.shape, (8, 32, 64, 4))
+            self.assertEqual(count.shape, (8, 32))
+            self.assertEqual(local.dtype, np.float32)
+            self.assertTrue(((count >= 0) & (count <= 64)).all())
+            self.assertGreater(count.mean(), 32)  # the map kind: most windows are full
+            for i in range(8):
+                for l in range(32):
+                    c = int(count[i, l])
+                    rows = local[i, l]
+                    if c == 0:
+                        self.assertFalse(rows.any())
+                        continue
+                    d = np.hypot(rows[:c, 0].astype(np.float64), rows[:c, 1].astype(np.float64))
+                    self.assertLessEqual(d.max(), 1.0 + 1e-4)
+                    self.assertTrue(np.all(np.diff(d) >= -1e-5))  # nearest first
+                    self.assertTrue((rows[c:] == rows[0]).all())
+            n += 1
+            if n == 3:
+                break
+        self.assertEqual(n, 3)
 
     @unittest.skipIf(torch is None, "python3-torch is not installed")
     def test_dlpack_capsules_view_the_same_slot(self):
