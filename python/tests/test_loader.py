@@ -102,7 +102,9 @@ class LoaderTest(unittest.TestCase):
         # beside the rest; each group's real rows lie within its radius (1 m, horizontal) of their
         # line point (offsets from it, in the line's frame), the padding repeats the nearest row,
         # and an empty group is all zeros.
-        ld = streamline.Loader(LOCAL_PIPELINE, set={"scan.root": os.path.join(ROOT, "train"), "batch.size": 8})
+        # (aspect 1 here: ranked by plain distance, so the order can be checked from the offsets)
+        ld = streamline.Loader(LOCAL_PIPELINE, set={"scan.root": os.path.join(ROOT, "train"), "batch.size": 8,
+                                                    "group.aspect": 1})
         n = 0
         for b in ld:
             b = as_numpy(b)

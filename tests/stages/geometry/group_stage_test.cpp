@@ -86,7 +86,7 @@ TEST(GroupStage, CenterRotatesTheGroupsIntoTheLineFrameAsTheTarget) {
   s->tensors["target_offset"] = target;
   for (uint32_t i = 0; i < cloud->size(); ++i)
     if (rng.uniform() < 0.8) s->indices.push_back(i);
-  const Groups want = group_points(*cloud, s->indices, noisy, 24, 0.9f);
+  const Groups want = group_points(*cloud, s->indices, noisy, 24, 0.9f, GroupSelect::kNearest, 8.f);  // the pipeline's aspect
 
   s = run(*group, s);
   ASSERT_EQ(s->at("local").shape, (std::vector<int64_t>{32, 24, 4}));
@@ -210,7 +210,8 @@ TEST(GroupStage, InferReplaysItAndTheSeedsModelRefinesTheSameWithOrWithoutIt) {
   lines.lines = sc.lines;
   // The seeds' model on both (the local pipeline trains line_refiner_local by default).
   const std::vector<std::string> small = {"train.model.type=line_refiner", "train.model.encoder=[8,16]", "train.model.line_mlp=[8]",
-                                          "train.model.regressor=[8]", "resample.points=128"};
+                                          "train.model.regressor=[8]", "resample.points=128",
+                                          "crop.radius=1.0"};  // (the local pipeline's; the seeds' is 2.0)
   std::vector<std::vector<RefinedPiece>> out;
   for (const std::string& pipeline : {std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json", kTrainLocal}) {
     const PipelineSpec spec = load_pipeline(pipeline, small);
