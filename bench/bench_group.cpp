@@ -9,7 +9,7 @@
 //   2. time per sample: the brute-force reference vs the grid (checked equal on every sample),
 //      beside the crop's own time.
 // Prints markdown tables (medians); the numbers go in bench/results/group.md with the machine.
-//   bench_group DATA_ROOT [--scenes N] [--reps N] [--k K] [--radius R] [--no-sweep]  (DATA_ROOT: gen-data output)
+//   bench_group DATA_ROOT [--scenes N] [--reps N] [--k K] [--radius R] [--crop R] [--no-sweep]  (DATA_ROOT: gen-data output)
 #include <algorithm>
 #include <ctime>
 #include <cmath>
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   }
   const std::string root = argv[1];
   int max_scenes = 8, reps = 5, k_time = 32;
-  float r_time = 0.8f;
+  float r_time = 0.8f, crop_radius = 2.0f;
   bool sweep = true;
   for (int i = 2; i < argc; i += 2) {
     const std::string a = argv[i];
@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::max(1, std::atoi(argv[i + 1]));
     else if (a == "--k") k_time = std::atoi(argv[i + 1]);
     else if (a == "--radius") r_time = (float)std::atof(argv[i + 1]);
+    else if (a == "--crop") crop_radius = (float)std::atof(argv[i + 1]);
   }
   std::vector<std::string> pcds;
   for (const auto& e : fs::directory_iterator(root + "/train"))
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
         std::vector<double> tc;
         for (int r = 0; r < reps; ++r) {
           const double t0 = cpu_us();
-          p.crop = sl::crop_polyline(cloud, *index, sl::polyline_of(p.noisy), 2.0f);
+          p.crop = sl::crop_polyline(cloud, *index, sl::polyline_of(p.noisy), crop_radius);
           tc.push_back(cpu_us() - t0);
         }
         t_crop.push_back(median(tc));
@@ -141,6 +142,53 @@ int main(int argc, char** argv) {
       std::printf("| %.2f | %d | %.1f%% | %.1f%% | %.1f | %.1f%% | %.0f |\n", R, K, 100 * in_window / n,
                   100 * evidence / n, count / n, 100 * full / n, L * K * 4 * 4 / 1024.0);
     }
+
+  // 1b. The window's shape at K = k_time, R = r_time: what the grouped points show of the truth,
+  // and the grid's thread CPU time per sample.
+  std::printf("\nK %d, R %.2f m (crop %.1f m): selection and aspect\n\n", k_time, r_time, crop_radius);
+  std::printf("| selection | aspect | >= 5 pts within 0.25 m of truth | a point within 0.05 m of truth | lateral reach m (median) | us/sample (grid) |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|\n");
+  struct Shape {
+    sl::GroupSelect sel;
+    float aspect;
+    const char* name;
+  };
+  for (const Shape& sh : {Shape{sl::GroupSelect::kNearest, 1.f, "nearest"}, Shape{sl::GroupSelect::kNearest, 4.f, "nearest"},
+                          Shape{sl::GroupSelect::kNearest, 8.f, "nearest"}, Shape{sl::GroupSelect::kSpread, 1.f, "spread"}}) {
+    double evidence = 0, close = 0, n = 0, us = 0;
+    std::vector<double> reach;
+    for (const Piece& p : pieces) {
+      std::vector<double> t;
+      sl::Groups g;
+      for (int r = 0; r < reps; ++r) {
+        const double t0 = cpu_us();
+        g = sl::group_points(clouds[p.scene], p.crop, p.noisy, k_time, r_time, sh.sel, sh.aspect);
+        t.push_back(cpu_us() - t0);
+      }
+      us += median(t);
+      for (int l = 0; l < L; ++l) {
+        const float tx = p.target.data[(size_t)l * 3], ty = p.target.data[(size_t)l * 3 + 1];
+        const int c = (int)g.count.data[(size_t)l];
+        const float* rows = &g.local.data[(size_t)l * (size_t)k_time * 4];
+        int near = 0;
+        bool hit = false;
+        double far = 0;
+        // lateral: across the true offset's direction is unknown here; the reach is the largest
+        // distance of a grouped point in the direction of the truth (its projection on it).
+        const double tn = std::hypot(tx, ty);
+        for (int j = 0; j < c; ++j) {
+          const double d = std::hypot(rows[j * 4] - tx, rows[j * 4 + 1] - ty);
+          near += d <= 0.25;
+          hit = hit || d <= 0.05;
+          if (tn > 0) far = std::max(far, (rows[j * 4] * tx + rows[j * 4 + 1] * ty) / tn);
+        }
+        evidence += near >= 5, close += hit, n += 1;
+        reach.push_back(far);
+      }
+    }
+    std::printf("| %s | %.0f | %.1f%% | %.1f%% | %.2f | %.1f |\n", sh.name, sh.aspect, 100 * evidence / n, 100 * close / n,
+                median(reach), us / (double)pieces.size());
+  }
 
   // 2. Brute force vs grid, per sample, checked equal.
   std::vector<double> t_ref, t_fast;
