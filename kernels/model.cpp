@@ -194,6 +194,7 @@ struct LineRefiner::Impl {
   std::unique_ptr<cuda::Blas> blas;
   std::unique_ptr<cuda::StepGraph> graph;
   const Adam* graph_adam = nullptr;  // the Adam baked into the captured graph
+  float graph_lr = 0;                // and its learning rate then (a schedule changes it: captured again)
   ModelLayout lay;
   Buffer params, grads;
   // workspace of the prepared shape
@@ -622,9 +623,10 @@ void LineRefiner::step_inputs(int B, Adam& adam) {
     return;
   }
 #ifdef SL_WITH_CUDA
-  if (I.graph_adam != &adam) {  // the graph bakes in the optimizer's buffers and settings
+  if (I.graph_adam != &adam || I.graph_lr != adam.config().lr) {  // the graph bakes in the optimizer's buffers and settings
     I.graph->reset();
     I.graph_adam = &adam;
+    I.graph_lr = adam.config().lr;
   }
   I.graph->run(I.stream, [&] { I.step(I.in_ctx, I.in_noisy, I.in_target, I.in_local, B, adam); });
 #endif

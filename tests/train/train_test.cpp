@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include <rapidjson/document.h>
@@ -112,6 +113,48 @@ TEST_F(TrainRun, InterruptedAndResumedRunEndsByteIdenticalToAnUninterruptedOne) 
   for (const auto& [name, t] : ref.tensors) EXPECT_EQ(t.bytes, got.tensors.at(name).bytes) << name;
   for (const auto& [k, v] : ref.metadata) EXPECT_EQ(v, got.metadata.at(k)) << k;
   EXPECT_TRUE(read_file(latest_checkpoint(d)) == reference) << "resumed run's final checkpoint differs";
+}
+
+// optimizer.schedule cosine: the rate falls epoch by epoch (metrics.jsonl's "lr"), the weights
+// differ from the constant rate's, and a run stopped mid-run and resumed ends on the same bytes
+// as the uninterrupted one (the rate is a function of the epoch alone).
+TEST_F(TrainRun, CosineScheduleLowersTheRateByEpochAndResumesExactly) {
+  const std::vector<std::string> cosine = {"train.optimizer.schedule=cosine", "train.optimizer.min_lr=0.0001"};
+  const std::string d = dir("cosine"), c = dir("constant");
+  auto full = train(d, 2, cosine);
+  ASSERT_TRUE(full.ok) << full.error;
+  auto flat = train(c, 2);
+  ASSERT_TRUE(flat.ok) << flat.error;
+  const std::string final_full = latest_checkpoint(d);
+  const std::string reference = read_file(final_full);
+  EXPECT_NE(read_safetensors(final_full).tensors.at("regressor.4.bias").bytes,
+            read_safetensors(latest_checkpoint(c)).tensors.at("regressor.4.bias").bytes);
+  // The rate per epoch from the metrics: epoch 0 at lr, then strictly falling, all above min_lr.
+  std::map<int64_t, double> lr_of;
+  std::istringstream lines(read_file(d + "/metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("\"type\":\"train\"") == std::string::npos) continue;
+    rapidjson::Document j;
+    j.Parse(line.c_str());
+    ASSERT_FALSE(j.HasParseError()) << line;
+    lr_of[j["epoch"].GetInt64()] = j["lr"].GetDouble();
+  }
+  ASSERT_EQ(lr_of.size(), 3u);
+  EXPECT_NEAR(lr_of[0], 0.003, 1e-9);  // the pipeline's lr
+  EXPECT_NEAR(lr_of[1], scheduled_lr(LrSchedule::kCosine, 0.003, 0.0001, 1, 3), 1e-9);
+  EXPECT_LT(lr_of[2], lr_of[1]);
+  EXPECT_GT(lr_of[2], 0.0001);
+  fs::remove_all(d);
+  std::vector<std::string> part_sets = cosine;
+  part_sets.push_back("train.max_steps=5");
+  auto part = train(d, 2, part_sets);
+  ASSERT_TRUE(part.ok) << part.error;
+  std::vector<std::string> rest_sets = cosine;
+  rest_sets.push_back("train.resume=auto");
+  auto rest = train(d, 1, rest_sets);
+  ASSERT_TRUE(rest.ok) << rest.error;
+  EXPECT_EQ(latest_checkpoint(d), final_full);
+  EXPECT_TRUE(read_file(latest_checkpoint(d)) == reference) << "resumed cosine run's final checkpoint differs";
 }
 
 TEST_F(TrainRun, NonFiniteLossStopsWithTheStepAndKeepsTheLastGoodCheckpoint) {
