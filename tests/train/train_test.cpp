@@ -336,12 +336,13 @@ TEST(RefineMetrics, PerCategoryMedianAndP95ByHand) {
 namespace sl {
 namespace {
 
-// The README's main job, as shipped (only the folders moved to a temp dir): on the generated
-// default dataset the trained model must at least halve the held-out mean point error.
+// The README's main job (scripts/train: the local pipeline), as shipped (only the folders moved
+// to a temp dir): on the generated default dataset the held-out mean point error falls to at
+// most 35% of the input's, and every category's mean and median to at most half.
 TEST(Learning, DefaultRunHalvesTheHeldOutLineError) {
   const fs::path root = fs::temp_directory_path() / ("sl_learning_" + std::to_string(::getpid()));
   generate_dataset(root.string(), GenConfig{});
-  PipelineSpec spec = load_pipeline(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json",
+  PipelineSpec spec = load_pipeline(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train_local.json",  // scripts/train's
                                     {"scan.root=" + (root / "train").string(), "train.eval.root=" + (root / "val").string(),
                                      "train.checkpoint.dir=" + (root / "run").string(), "train.log.progress=lines"});
   RunOptions opt;
@@ -357,7 +358,15 @@ TEST(Learning, DefaultRunHalvesTheHeldOutLineError) {
   const double before = d["err_before_m"].GetDouble(), after = d["err_after_m"].GetDouble();
   std::fprintf(stderr, "held-out mean point error %.3f m -> %.3f m over %d lines\n", before, after, d["lines"].GetInt());
   EXPECT_GT(before, 0.1);
-  EXPECT_LE(after, 0.5 * before);
+  EXPECT_LE(after, 0.35 * before);  // measured 0.288 -> 0.068 m (24%) on the 2-core EPYC VM
+  // Every category, over its line points: mean and median at most half the input's.
+  ASSERT_TRUE(d.HasMember("categories"));
+  for (const char* cat : {"lane_marking", "curb"}) {
+    ASSERT_TRUE(d["categories"].HasMember(cat)) << cat;
+    const auto& c = d["categories"][cat];
+    EXPECT_LE(c["mean_m"].GetDouble(), 0.5 * c["input_mean_m"].GetDouble()) << cat;
+    EXPECT_LE(c["median_m"].GetDouble(), 0.5 * c["input_median_m"].GetDouble()) << cat;
+  }
 
   // infer on a held-out scene: its true lines, cut into the training's 10 m pieces and perturbed
   // the way the model was trained for (perturb_line's defaults), come back closer to the truth.
