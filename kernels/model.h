@@ -43,6 +43,9 @@ struct ModelConfig {
   std::vector<int> local;
   int local_k = 0, local_window = 1;
   bool has_local() const { return !local.empty(); }
+  // Inference only (evaluation, infer; training never): the prediction averaged over 1, 2 or 4
+  // views of each sample (kernels/model_views.h). No parameter depends on it.
+  int views = 1;
 };
 
 struct ParamInfo {

@@ -6,6 +6,7 @@
 #include <rapidjson/document.h>
 
 #include "graph/error.h"
+#include "kernels/model_views.h"
 #include "graph/spec.h"
 #include "kernels/checkpoint.h"
 #include "kernels/model.h"
@@ -180,7 +181,7 @@ std::vector<RefinedPiece> refine_pieces(const std::string& checkpoint, const Poi
   std::vector<float> pred(size_t(B) * size_t(std::max<int64_t>(L, 0)) * 3);
   for (int b0 = 0; b0 < B; b0 += batch) {
     const int n = std::min(batch, B - b0);
-    model.forward(context.data() + size_t(b0) * size_t(P) * size_t(replay.model.in_channels),
+    forward_views(model, replay.model.views, context.data() + size_t(b0) * size_t(P) * size_t(replay.model.in_channels),
                   noisy.data() + size_t(b0) * size_t(L) * 3, n, int(P), int(L), pred.data() + size_t(b0) * size_t(L) * 3,
                   K > 0 ? local.data() + size_t(b0) * size_t(L) * size_t(K) * 4 : nullptr);
   }

@@ -236,7 +236,11 @@ std::vector<ParamSpec> model_param_specs() {
                    {p_ints("widths", {64, 128}, "local branch widths (point-wise Conv1d + ReLU over the K points, then a max over K)", 1),
                     p_pos_int("k", 64, "points per line point in the batch's `local` tensor: group_points' k (64 by default)"),
                     p_int("window", 1, "line points on each side whose local features a line point reads (0: its own only)", 0)},
-                   "line_refiner_local only: the local branch")};
+                   "line_refiner_local only: the local branch"),
+          p_int("views", 1,
+                "inference (evaluation, infer): average the prediction over 1, 2 (+ mirrored across the line) or 4 "
+                "(+ the line reversed, and both) views of each sample (kernels/model_views.h)",
+                1, 4)};
 }
 
 ModelConfig model_config_from(const Params& m) {
@@ -247,6 +251,10 @@ ModelConfig model_config_from(const Params& m) {
   cfg.regressor = ints(m.get_ints("regressor"));
   if (cfg.encoder.empty() || cfg.line_mlp.empty() || cfg.regressor.empty())
     fail(m.where(), "encoder, line_mlp and regressor each need at least one width");
+  if (m.has("views")) {  // recorded pipelines from before it: 1
+    cfg.views = int(m.get_int("views"));
+    if (cfg.views == 3) fail(m.where("views"), "views must be 1, 2 or 4, got 3");
+  }
   // Recorded pipelines from before the local branch have no "type": they are the seeds' model.
   if (m.has("type") && m.get_string("type") == "line_refiner_local") {
     const Params l = m.get_object("local");

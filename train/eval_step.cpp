@@ -13,6 +13,7 @@
 
 #include "graph/engine.h"
 #include "graph/error.h"
+#include "kernels/model_views.h"
 #include "graph/json_depth.h"
 #include "graph/spec.h"
 #include "kernels/checkpoint.h"
@@ -56,7 +57,10 @@ void add_world(report::EvalExample& e, const float* frame, const std::array<doub
 
 class EvalStep : public Stage {
  public:
-  explicit EvalStep(const Params& p) : model_key_(p.get_string("model")), where_(p.where("model")) {}
+  explicit EvalStep(const Params& p)
+      : model_key_(p.get_string("model")), where_(p.where("model")), views_((int)p.get_int("views")) {
+    if (views_ == 3) fail(p.where("views"), "views must be 0 (the model's), 1, 2 or 4, got 3");
+  }
   void start(RunContext& ctx) override {
     // Each rank would score its share alone and rank 0 would report a part as the whole.
     if (ctx.world() > 1)
@@ -101,7 +105,8 @@ class EvalStep : public Stage {
     // line_refiner_local reads the points grouped around each line point; the model says so
     // when a batch lacks them.
     const bool has_local = std::any_of(b->tensors.begin(), b->tensors.end(), [](const BatchTensor& t) { return t.name == "local"; });
-    m.forward(context, noisy, B, P, L, pred_.data(), has_local && m.config().has_local() ? b->host("local") : nullptr);
+    forward_views(m, views_ > 0 ? views_ : m.config().views, context, noisy, B, P, L, pred_.data(),
+                  has_local && m.config().has_local() ? b->host("local") : nullptr);
     auto& ex = out_.examples;
     const bool has_frame = std::any_of(b->tensors.begin(), b->tensors.end(), [](const BatchTensor& t) { return t.name == "frame"; });
     for (int i = 0; i < B && ex.lines.size() < report::kReportExamples; ++i)
@@ -136,6 +141,7 @@ class EvalStep : public Stage {
 
  private:
   std::string model_key_, where_;
+  int views_ = 0;
   const LineRefiner* model_ = nullptr;
   std::unique_ptr<LineRefiner> owned_;
   std::vector<float> pred_;
@@ -286,7 +292,8 @@ void register_eval_stage(StageRegistry& r) {
   s.input = Kind::DeviceBatch;
   s.output = Kind::None;
   s.serial_only = true;
-  s.params = {p_required_string("model", "checkpoint file, or a run folder (its latest checkpoint); live:<id> inside a training run")};
+  s.params = {p_required_string("model", "checkpoint file, or a run folder (its latest checkpoint); live:<id> inside a training run"),
+              p_int("views", 0, "views averaged per sample (kernels/model_views.h): 1, 2 or 4; 0: the model's own (train_step.model.views)", 0, 4)};
   s.factory = [](const Params& p) { return std::make_unique<EvalStep>(p); };
   s.infer = InferRole::Data;  // the model is the checkpoint's
   r.add(std::move(s));

@@ -1,0 +1,57 @@
+#include "kernels/model_views.h"
+
+#include <string>
+#include <vector>
+
+#include "graph/error.h"
+
+namespace sl {
+
+void forward_views(LineRefiner& model, int views, const float* context, const float* noisy_line, int B, int P, int L,
+                   float* pred, const float* local) {
+  if (views != 1 && views != 2 && views != 4)
+    fail("model views", "views must be 1, 2 or 4, got " + std::to_string(views));
+  model.forward(context, noisy_line, B, P, L, pred, local);
+  if (views == 1 || B <= 0) return;
+  const ModelConfig& cfg = model.config();
+  const int C = cfg.in_channels, K = local && cfg.has_local() ? cfg.local_k : 0;
+  const size_t nb = (size_t)B, nl = (size_t)L, np = (size_t)P;
+  std::vector<double> sum(nb * nl * 3);
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] = pred[i];
+  std::vector<float> ctx(nb * np * (size_t)C), line(nb * nl * 3), loc(K > 0 ? nb * nl * (size_t)K * 4 : 0),
+      out(nb * nl * 3);
+  for (int v = 1; v < views; ++v) {
+    const float sy = (v & 1) ? -1.f : 1.f;  // mirrored across the line
+    const bool rev = (v & 2) != 0;          // the line reversed
+    const float sx = rev ? -1.f : 1.f;
+    for (size_t r = 0; r < nb * np; ++r) {
+      const float* a = context + r * (size_t)C;
+      float* o = &ctx[r * (size_t)C];
+      for (int c = 0; c < C; ++c) o[c] = a[c];
+      o[0] = sx * a[0];
+      if (C > 1) o[1] = sy * a[1];
+    }
+    for (size_t b = 0; b < nb; ++b)
+      for (size_t l = 0; l < nl; ++l) {
+        const size_t from = b * nl + (rev ? nl - 1 - l : l), to = b * nl + l;
+        const float* a = noisy_line + from * 3;
+        float* o = &line[to * 3];
+        o[0] = sx * a[0], o[1] = sy * a[1], o[2] = a[2];
+        for (int k = 0; k < K; ++k) {
+          const float* g = local + (from * (size_t)K + (size_t)k) * 4;
+          float* w = &loc[(to * (size_t)K + (size_t)k) * 4];
+          w[0] = sx * g[0], w[1] = sy * g[1], w[2] = g[2], w[3] = g[3];
+        }
+      }
+    model.forward(ctx.data(), line.data(), B, P, L, out.data(), K > 0 ? loc.data() : nullptr);
+    for (size_t b = 0; b < nb; ++b)
+      for (size_t l = 0; l < nl; ++l) {
+        const float* o = &out[(b * nl + l) * 3];
+        double* a = &sum[(b * nl + (rev ? nl - 1 - l : l)) * 3];
+        a[0] += sx * o[0], a[1] += sy * o[1], a[2] += o[2];
+      }
+  }
+  for (size_t i = 0; i < sum.size(); ++i) pred[i] = (float)(sum[i] / views);
+}
+
+}  // namespace sl

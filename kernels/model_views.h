@@ -1,0 +1,28 @@
+// Inference over several views of a sample: the prediction averaged over the sample and its
+// mirror images in the line's frame (x along the line, y across it, z up: what `center` with
+// rotate makes). A line refiner trained on roads in both directions and on both sides sees the
+// same road in each view, so the views' predictions are estimates of one offset with partly
+// independent errors; their mean is what evaluation and `infer` report (model.views).
+//
+//   view 0: as given
+//   view 1: mirrored across the line: y -> -y (context, noisy line, grouped points); the
+//           prediction's y negated back
+//   view 2: the line reversed: x -> -x and the L line points (and their groups) in reverse
+//           order, so that the line still runs towards +x; the prediction reversed and its x
+//           negated back
+//   view 3: both (a half turn about z, the line reversed)
+//
+// views = 2 averages views 0-1, views = 4 views 0-3 (in that order, in double).
+#pragma once
+#include "kernels/model.h"
+
+namespace sl {
+
+// pred [B,L,3] (host) = the mean over `views` (1, 2 or 4) of the model's prediction on each view of
+// context [B,P,C], noisy_line [B,L,3] and local [B,L,K,4] (null without a local branch; K the
+// model's local_k); all host memory, as LineRefiner::forward takes them on the CPU backend.
+// views = 1 is exactly model.forward. Throws sl::Error for another views value.
+void forward_views(LineRefiner& model, int views, const float* context, const float* noisy_line, int B, int P, int L,
+                   float* pred, const float* local = nullptr);
+
+}  // namespace sl
