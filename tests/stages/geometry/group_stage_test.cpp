@@ -211,7 +211,8 @@ TEST(GroupStage, InferReplaysItAndTheSeedsModelRefinesTheSameWithOrWithoutIt) {
   // The seeds' model on both (the local pipeline trains line_refiner_local by default).
   const std::vector<std::string> small = {"train.model.type=line_refiner", "train.model.encoder=[8,16]", "train.model.line_mlp=[8]",
                                           "train.model.regressor=[8]", "resample.points=128",
-                                          "crop.radius=1.0"};  // (the local pipeline's; the seeds' is 2.0)
+                                          "crop.radius=1.0",   // (the local pipeline's; the seeds' is 2.0)
+                                          "train.model.views=1"};  // (the local pipeline averages 4)
   std::vector<std::vector<RefinedPiece>> out;
   for (const std::string& pipeline : {std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json", kTrainLocal}) {
     const PipelineSpec spec = load_pipeline(pipeline, small);
