@@ -45,12 +45,10 @@ std::vector<std::string> RefineStats::category_lines() const {
   std::vector<std::string> out;
   for (const auto& [name, pe] : by_category) {
     const Spread a = spread_of(pe.after), b = spread_of(pe.before);
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "%s: %lld lines, point error mean %.3f m, median %.3f m, p95 %.3f m (input %.3f / %.3f / %.3f m)",
-                  name.empty() ? "(no category)" : name.c_str(), (long long)pe.lines, a.mean, a.median, a.p95, b.mean,
-                  b.median, b.p95);
-    out.push_back(buf);
+    char buf[256];  // numbers only: the name (any length) is prepended as a string
+    std::snprintf(buf, sizeof buf, ": %lld lines, point error mean %.3f m, median %.3f m, p95 %.3f m (input %.3f / %.3f / %.3f m)",
+                  (long long)pe.lines, a.mean, a.median, a.p95, b.mean, b.median, b.p95);
+    out.push_back((name.empty() ? std::string("(no category)") : name) + buf);
   }
   return out;
 }

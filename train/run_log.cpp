@@ -129,13 +129,12 @@ std::string RunLog::eval(int64_t step, int64_t epoch, const RefineStats& s) {
   bool first = true;
   for (const auto& [name, pe] : s.by_category) {
     const Spread a = spread_of(pe.after), b = spread_of(pe.before);
-    char c[400];
+    char c[320];  // numbers only: the name (any length) is appended as a string
     std::snprintf(c, sizeof c,
-                  "%s\"%s\":{\"lines\":%lld,\"points\":%lld,\"mean_m\":%.6g,\"median_m\":%.6g,\"p95_m\":%.6g,"
+                  "\":{\"lines\":%lld,\"points\":%lld,\"mean_m\":%.6g,\"median_m\":%.6g,\"p95_m\":%.6g,"
                   "\"input_mean_m\":%.6g,\"input_median_m\":%.6g,\"input_p95_m\":%.6g}",
-                  first ? "" : ",", json_escape(name).c_str(), (long long)pe.lines, (long long)pe.after.size(), a.mean,
-                  a.median, a.p95, b.mean, b.median, b.p95);
-    rec += c;
+                  (long long)pe.lines, (long long)pe.after.size(), a.mean, a.median, a.p95, b.mean, b.median, b.p95);
+    rec += (first ? "\"" : ",\"") + json_escape(name) + c;
     first = false;
   }
   rec += "}}\n";

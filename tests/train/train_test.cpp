@@ -328,6 +328,11 @@ TEST(RefineMetrics, PerCategoryMedianAndP95ByHand) {
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0], "curb: 1 lines, point error mean 2.000 m, median 2.000 m, p95 3.000 m (input 2.000 / 2.000 / 3.000 m)");
   EXPECT_EQ(lines[1].rfind("lane_marking: 1 lines, point error mean 0.000 m", 0), 0u) << lines[1];
+  // A category of any length (a map's own names) comes out whole.
+  RefineStats longer;
+  const std::string name(600, 'c');
+  longer.add(noisy, zero, zero, truth, 3, name);
+  EXPECT_EQ(longer.category_lines()[0].rfind(name + ": 1 lines, point error mean 2.000 m", 0), 0u);
 }
 
 }  // namespace
