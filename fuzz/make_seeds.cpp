@@ -226,7 +226,7 @@ void laz_seeds() {
   // The rows of the LAZ fixtures (tests/formats/clouds/laz_fixtures.h: formats 0, 1, 3, 6, 7, 8,
   // extra bytes, an EVLR, COPC) at 200 points in chunks of 50, and the test writer's other
   // layouts: no chunk table, the table's offset at the end, one point-wise stream, layered
-  // items version 4, format 10's wave packets: a few KB each. (libLAS's LAZ is a seed of the las target, cut; whole,
+  // items version 4, format 10's wave packet layer, formats 4 and 5's point-wise wave packets: a few KB each. (libLAS's LAZ is a seed of the las target, cut; whole,
   // its 38 KB would become the input limit, and a LAZ may declare ~2,000 points per byte: columns
   // above -malloc_limit_mb for a one-stream file of that size.)
   using test::LazWriteOptions;
@@ -251,6 +251,9 @@ void laz_seeds() {
   LazWriteOptions chunks40;
   chunks40.chunk_size = 40;
   save("laz", "f10_wave_packets", test::laz_from_las(test::synth_las(f10), chunks40));
+  test::SynthLasOptions f4{3, 4, 0, 120, 34, false}, f5{3, 5, 1, 120, 35, false};  // wave packets in the point-wise stream
+  save("laz", "f4_wave_packets", test::laz_from_las(test::synth_las(f4), chunks40));
+  save("laz", "f5_wave_packets", test::laz_from_las(test::synth_las(f5), chunks40));
 }
 
 void lines_seeds() {

@@ -487,7 +487,7 @@ CloudFormat laz_format() {
   CloudFormat f;
   f.name = "laz";
   f.extension = ".laz";
-  f.doc = "LAZ (LASzip-compressed LAS 1.0-1.4: point formats 0-3 and 6-10, extra bytes) and COPC (.copc.laz): x y z and "
+  f.doc = "LAZ (LASzip-compressed LAS 1.0-1.4: point formats 0-10, extra bytes) and COPC (.copc.laz): x y z and "
           "intensity / 65535, chunks decoded on all threads";
   f.decode = [](const std::string& p, const DecodeOptions& o, DecodeInfo* i) { return read_las(p, o, i); };
   f.count = las_count;

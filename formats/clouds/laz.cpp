@@ -216,7 +216,7 @@ class IntDecoder {
       }
       c = v >= (1u << (k_ - 1)) ? int64_t(v) + 1 : int64_t(v) - int64_t((uint64_t(1) << k_) - 1);
     } else {
-      c = corr_min_;  // (k = 32 only in a corrupt stream: LASzip's writer never codes it)
+      c = corr_min_;  // (k = 32: LASzip's writer codes a 32-bit difference of -2^31 so, with nothing after it)
     }
     if (corr_range_ == 0) return int32_t(uint32_t(pred) + uint32_t(int32_t(c)));
     int64_t real = int64_t(pred) + c;
@@ -624,6 +624,52 @@ class ByteV2 final : public PointwiseItem {
  private:
   std::vector<LazyModel> m_;
   std::vector<uint8_t> last_;
+};
+
+// WAVEPACKET13 (formats 4 and 5; LASzip has version 1 only): the 29 bytes of a wave packet --
+// descriptor index (u8), byte offset of its waveform (u64), packet size (u32), return point
+// location and the direction x(t), y(t), z(t) (float32s, coded as their int32 bits). The offset
+// is coded as one of four cases, each predicted from the last case: the same offset, the last
+// offset plus the last packet's size, the last offset plus a 32-bit difference (predicted from
+// the last such difference), or the 64 bits raw.
+class WavePacket13V1 final : public PointwiseItem {
+ public:
+  void init(const uint8_t* item) override {
+    std::memcpy(last_, item, 29);
+    last_diff_ = 0;
+    last_case_ = 0;
+  }
+  void read(ArithDecoder& d, uint8_t* item) override {
+    uint8_t w[29];
+    w[0] = uint8_t(d.symbol(m_index_));
+    last_case_ = d.symbol(m_offset_case_[last_case_]);
+    const uint64_t last_offset = load<uint64_t>(last_ + 1);
+    const uint32_t last_size = load<uint32_t>(last_ + 9);
+    uint64_t offset;
+    switch (last_case_) {
+      case 0: offset = last_offset; break;
+      case 1: offset = last_offset + last_size; break;
+      case 2:
+        last_diff_ = ic_offset_diff_.decode(d, last_diff_);
+        offset = last_offset + uint64_t(int64_t(last_diff_));  // (wraps as LASzip's U64 + I32)
+        break;
+      default: offset = d.u64();
+    }
+    store(w + 1, offset);
+    store(w + 9, uint32_t(ic_size_.decode(d, int32_t(last_size))));
+    store(w + 13, ic_return_point_.decode(d, load<int32_t>(last_ + 13)));
+    for (uint32_t c = 0; c < 3; ++c) store(w + 17 + 4 * c, ic_xyz_.decode(d, load<int32_t>(last_ + 17 + 4 * c), c));
+    std::memcpy(last_, w, 29);
+    std::memcpy(item, w, 29);
+  }
+
+ private:
+  SymbolModel m_index_{256};
+  SymbolModel m_offset_case_[4] = {SymbolModel(4), SymbolModel(4), SymbolModel(4), SymbolModel(4)};
+  IntDecoder ic_offset_diff_{32}, ic_size_{32}, ic_return_point_{32}, ic_xyz_{32, 3};
+  uint8_t last_[29] = {};
+  int32_t last_diff_ = 0;
+  uint32_t last_case_ = 0;
 };
 
 // ---- layered items (compressor 3, LAS 1.4) -------------------------------------------------------
@@ -1138,8 +1184,8 @@ void check_laz_items(const LazInfo& z, int format, uint16_t record_length, const
     const LazItem& it = z.items[k];
     const uint64_t off = 34 + 6 * k + 4;
     const std::string name = laz_item_name(it.type) + " version " + num(it.version);
-    if (it.type == kLazWavePacket13)  // (inside the point-wise stream: it cannot be skipped)
-      bad(off - 4, name + ": wave packets in point-wise LAZ (point formats 4 and 5) are not decoded here");
+    if (it.type == kLazWavePacket13 && it.version != 1)
+      bad(off, name + " is unknown (LASzip codes wave packets of point formats 4 and 5 with version 1 only)");
     if (layered) {
       // (version 2: what early laz-perf wrote for the same coding; LASzip reads it as 3)
       if (it.version < 2 || it.version > 4) bad(off, name + " is unknown (layered items have version 3 or 4)");
@@ -1198,6 +1244,7 @@ struct LazChunkDecoder::Impl {
           case kLazRgb12:
             pointwise.push_back(v1 ? std::unique_ptr<PointwiseItem>(new Rgb12V1) : std::make_unique<Rgb12V2>());
             break;
+          case kLazWavePacket13: pointwise.push_back(std::make_unique<WavePacket13V1>()); break;
           default:  // kLazByte (check_laz_items let nothing else through)
             pointwise.push_back(v1 ? std::unique_ptr<PointwiseItem>(new ByteV1(it.size))
                                    : std::make_unique<ByteV2>(it.size));

@@ -36,10 +36,11 @@
 // Wave packets: in formats 9 and 10 (WAVEPACKET14, a layer of its own) the layer is skipped, as
 // LASzip's selective decompression does, and each record keeps its chunk's first point's 29
 // wave packet bytes (everything else decodes exactly); in formats 4 and 5 (WAVEPACKET13, inside
-// the point-wise stream) they are refused naming the item. Checked against other decoders (laz-perf, copc.js; tests/formats/clouds/fixtures):
-// point-wise items version 2 and layered version 3. The point-wise items of version 1 (LASzip
-// 1.x, 2011) and the layered ones of version 4 follow LASzip's source; no file of those versions
-// was at hand, nor a decoder here that reads version 4 as LASzip does, to check them against.
+// the point-wise stream, version 1 only) they are decoded with the rest of the point. Checked
+// against other decoders (laz-perf, copc.js; tests/formats/clouds/fixtures): point-wise items
+// version 2 and layered version 3. The point-wise items of version 1 (LASzip 1.x, 2011),
+// WAVEPACKET13 and the layered ones of version 4 follow LASzip's source; no file of those was
+// at hand, nor a decoder here that reads them, to check them against.
 //
 // Used by the LAS reader (formats/clouds/las.h: read_las, las_laz), which decodes the chunks of
 // the chunk table on all threads.

@@ -136,8 +136,8 @@ class IntEncoder {
     const uint64_t c1 = c <= 0 ? uint64_t(-c) : uint64_t(c - 1);
     k_ = 0;
     while (c1 >> k_) ++k_;
-    if (k_ >= 32) throw std::runtime_error("laz_writer: a difference of -2^31 cannot be coded");
     e.symbol(m_bits_[context], k_);
+    if (k_ == 32) return;  // (32-bit values only: c = -2^31, which k = 32 alone says, as in LASzip)
     if (k_ == 0) {
       e.bit(m_corr0_, uint32_t(c));
       return;
@@ -379,6 +379,47 @@ class ByteWriter final : public PointwiseWriter {
  private:
   std::vector<SymbolModel> m_;
   std::vector<uint8_t> last_;
+};
+
+// WAVEPACKET13 v1 (formats 4 and 5): the writer's choice of offset case, as LASzip's encoder
+// makes it -- the same offset, the last offset plus the last size, a difference that fits 32
+// bits, or the offset raw.
+class WavePacket13Writer final : public PointwiseWriter {
+ public:
+  void init(const uint8_t* item) override {
+    std::memcpy(last_, item, 29);
+    last_diff_ = 0;
+    last_case_ = 0;
+  }
+  void write(ArithEncoder& e, const uint8_t* w) override {
+    e.symbol(m_index_, w[0]);
+    const uint64_t offset = load<uint64_t>(w + 1), last_offset = load<uint64_t>(last_ + 1);
+    const uint32_t last_size = load<uint32_t>(last_ + 9);
+    const int64_t diff = int64_t(offset - last_offset);
+    uint32_t c = 3;
+    if (fits32(diff)) c = diff == 0 ? 0 : int32_t(diff) == int32_t(last_size) ? 1 : 2;
+    e.symbol(m_offset_case_[last_case_], c);
+    if (c == 2) {
+      ic_offset_diff_.encode(e, last_diff_, int32_t(diff));
+      last_diff_ = int32_t(diff);
+    } else if (c == 3) {
+      e.u32(uint32_t(offset));
+      e.u32(uint32_t(offset >> 32));
+    }
+    last_case_ = c;
+    ic_size_.encode(e, int32_t(last_size), load<int32_t>(w + 9));
+    ic_return_point_.encode(e, load<int32_t>(last_ + 13), load<int32_t>(w + 13));
+    for (uint32_t k = 0; k < 3; ++k) ic_xyz_.encode(e, load<int32_t>(last_ + 17 + 4 * k), load<int32_t>(w + 17 + 4 * k), k);
+    std::memcpy(last_, w, 29);
+  }
+
+ private:
+  SymbolModel m_index_{256};
+  SymbolModel m_offset_case_[4] = {SymbolModel(4), SymbolModel(4), SymbolModel(4), SymbolModel(4)};
+  IntEncoder ic_offset_diff_{32}, ic_size_{32}, ic_return_point_{32}, ic_xyz_{32, 3};
+  uint8_t last_[29] = {};
+  int32_t last_diff_ = 0;
+  uint32_t last_case_ = 0;
 };
 
 // ---- layered, version 3 --------------------------------------------------------------------
@@ -694,6 +735,7 @@ std::string write_chunk(const std::vector<Item>& items, const uint8_t* rec, uint
       if (it.type == 6) w.push_back(std::make_unique<Point10Writer>());
       else if (it.type == 7) w.push_back(std::make_unique<GpsTime11Writer>());
       else if (it.type == 8) w.push_back(std::make_unique<Rgb12Writer>());
+      else if (it.type == 9) w.push_back(std::make_unique<WavePacket13Writer>());
       else w.push_back(std::make_unique<ByteWriter>(it.size));
     }
     for (size_t i = 0; i < w.size(); ++i) w[i]->init(rec + off[i]);
@@ -742,13 +784,14 @@ std::string laz_from_las(const std::string& las, const LazWriteOptions& opt) {
     evlr_start = load<uint64_t>(d + 235), nevlr = load<uint32_t>(d + 243);
   }
   static const uint16_t base_size[11] = {20, 28, 26, 34, 57, 63, 30, 36, 38, 59, 67};
-  if (format > 10 || format == 4 || format == 5) throw std::runtime_error("laz_from_las: format not written");
+  if (format > 10) throw std::runtime_error("laz_from_las: format not written");
   const bool layered = opt.compressor ? opt.compressor == 3 : format >= 6;
   std::vector<Item> items;
   if (format < 6) {
     items.push_back({6, 20, 2});
-    if (format == 1 || format == 3) items.push_back({7, 8, 2});
-    if (format == 2 || format == 3) items.push_back({8, 6, 2});
+    if (format == 1 || format >= 3) items.push_back({7, 8, 2});
+    if (format == 2 || format == 3 || format == 5) items.push_back({8, 6, 2});
+    if (format == 4 || format == 5) items.push_back({9, 29, 1});  // (LASzip has version 1 only)
     if (len > base_size[format]) items.push_back({0, uint16_t(len - base_size[format]), 2});
   } else {
     const uint16_t v = uint16_t(opt.layered_version);

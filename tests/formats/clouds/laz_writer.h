@@ -1,6 +1,6 @@
 // A LAZ writer for tests only: compresses the points of a LAS file to the LASzip format
-// (point-wise items version 2 for formats 0-3, layered items version 3 for formats 6-8, extra
-// bytes as BYTE / BYTE14), with fixed or variable chunks and a chunk table that can be left
+// (point-wise items version 2 for formats 0-5 -- WAVEPACKET13 version 1, LASzip's only one --,
+// layered items version 3 for formats 6-10, extra bytes as BYTE / BYTE14), with fixed or variable chunks and a chunk table that can be left
 // out or moved, so the decoder (formats/clouds/laz.h) is tested on files of every point format
 // and layout. Its output is checked against an independent decoder (laz-perf, from the npm
 // registry) when the fixtures are made: a file it writes is not trusted because our own

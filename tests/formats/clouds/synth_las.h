@@ -11,7 +11,7 @@ namespace sl::test {
 
 struct SynthLasOptions {
   int version_minor = 2;  // 2, 3 or 4
-  int format = 0;         // 0-3, 6-10
+  int format = 0;         // 0-10
   uint16_t extra_bytes = 0;
   uint64_t points = 1000;
   uint64_t seed = 1;
@@ -64,6 +64,25 @@ inline std::string synth_las(const SynthLasOptions& o) {
   uint8_t cls = 2, user = 0;
   int32_t scan = 0;
   uint64_t i = 0, pulse = 0;
+  // Wave packets (formats 4, 5, 9, 10): descriptor, waveform offset, size, return point,
+  // direction. A pulse's returns share its waveform; the next pulse's mostly follows it, now and
+  // then after a gap or far away (more than 4 GiB on), and its size changes now and then.
+  uint64_t wave_offset = 4096;
+  uint32_t wave_size = 128;
+  float direction[3] = {0.01f, -0.02f, -1.f};
+  auto wave_packet = [&](uint8_t* w, uint32_t r) {
+    if (r == 1 && i > 0) {
+      const uint64_t kind = uni(40);
+      wave_offset += kind == 0 ? (uint64_t(1) << 33) + uni(1000) : kind < 4 ? wave_size + uni(100000) : wave_size;
+      if (uni(30) == 0) wave_size = uint32_t(64 * (1 + uni(8)));
+      for (float& d : direction) d += float(int(uni(11)) - 5) * 1e-3f;
+    }
+    const float where[4] = {float(uni(1000)) / 10.f, direction[0], direction[1], direction[2]};
+    w[0] = uint8_t(1 + (i / 100) % 3);
+    std::memcpy(w + 1, &wave_offset, 8);
+    std::memcpy(w + 9, &wave_size, 4);
+    std::memcpy(w + 13, where, 16);
+  };
   while (i < o.points) {
     if (pulse % 400 == 399) line ^= 1, x += int32_t(uni(5000)) - 2500, y += 3000;
     if (o.format >= 6 && pulse % 37 == 0) channel = int(uni(4));
@@ -119,17 +138,9 @@ inline std::string synth_las(const SynthLasOptions& o) {
           if (uni(10) == 0) rgb[1] = rgb[2] = rgb[0];
           std::memcpy(p + 30, rgb, o.format == 7 ? 6 : 8);
         }
-        if (o.format >= 9) {  // a wave packet: descriptor, offset, size, return point, direction
-          uint8_t* w = p + (o.format == 9 ? 30 : 38);
-          const uint64_t offset = 4096 + 128 * i;
-          const uint32_t size = 128;
-          const float where[4] = {float(uni(1000)) / 10.f, 0.01f, -0.02f, -1.f};
-          w[0] = uint8_t(1 + (i / 100) % 3);
-          std::memcpy(w + 1, &offset, 8);
-          std::memcpy(w + 9, &size, 4);
-          std::memcpy(w + 13, where, 16);
-        }
+        if (o.format >= 9) wave_packet(p + (o.format == 9 ? 30 : 38), r);
       }
+      if (o.format == 4 || o.format == 5) wave_packet(p + (o.format == 4 ? 28 : 34), r);
       for (uint16_t e = 0; e < o.extra_bytes; ++e)
         p[base_size[o.format] + e] = uint8_t(e == 0 ? i : e == 1 ? 7 : uni(4) == 0 ? uni(256) : p[base_size[o.format] + e - len]);
       if (dup && i + 1 < o.points) {
