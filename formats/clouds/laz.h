@@ -38,9 +38,11 @@
 // wave packet bytes (everything else decodes exactly); in formats 4 and 5 (WAVEPACKET13, inside
 // the point-wise stream, version 1 only) they are decoded with the rest of the point. Checked
 // against other decoders (laz-perf, copc.js; tests/formats/clouds/fixtures): point-wise items
-// version 2 and layered version 3. The point-wise items of version 1 (LASzip 1.x, 2011),
-// WAVEPACKET13 and the layered ones of version 4 follow LASzip's source; no file of those was
-// at hand, nor a decoder here that reads them, to check them against.
+// version 2 and layered version 3. The point-wise items of version 1 (LASzip 1.x, 2011) and the
+// layered ones of version 4 follow LASzip's source; no file of those was at hand, nor a decoder
+// here that reads them, to check them against. WAVEPACKET13: no file from another tool either;
+// the test writer's format 4/5 files decode to their LAS twins with a decoder transcribed from
+// laz-rs (outside the repository) as with this one.
 //
 // Used by the LAS reader (formats/clouds/las.h: read_las, las_laz), which decodes the chunks of
 // the chunk table on all threads.
