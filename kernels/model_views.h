@@ -7,10 +7,10 @@
 //   view 0: as given
 //   view 1: mirrored across the line: y -> -y (context, noisy line, grouped points); the
 //           prediction's y negated back
-//   view 2: the line reversed: x -> -x and the L line points (and their groups) in reverse
-//           order, so that the line still runs towards +x; the prediction reversed and its x
-//           negated back
-//   view 3: both (a half turn about z, the line reversed)
+//   view 2: mirrored along the line: x -> -x and the L line points (and their groups) in
+//           reverse order, so that the line still runs towards +x; the prediction reversed and
+//           its x negated back
+//   view 3: both: a half turn about z with the points reversed -- the line drawn the other way
 //
 // views = 2 averages views 0-1, views = 4 views 0-3 (in that order, in double).
 #pragma once

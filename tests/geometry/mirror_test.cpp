@@ -1,8 +1,8 @@
 // mirror_sample (geometry/mirror.h) and the mirror_line stage: each of the four mirror images
-// maps every key as written out plainly here, twice is the identity, the images are the views
+// maps every key as written out plainly here, twice is the identity, a key it does not know or a
+// shape that does not fit is refused with the sample untouched, the images are the views
 // model.views averages at inference (so training and inference mirror alike), the stage draws
-// each image about a quarter of the time from the sample's seed, refuses a sample not in its
-// line's frame, and evaluation leaves it out.
+// each image about a quarter of the time from the sample's seed, and evaluation leaves it out.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -48,9 +48,10 @@ Sample random_sample(uint64_t seed) {
   return s;
 }
 
-// The image written out: x and y signed, the line-ordered keys' first axis reversed.
+// The image written out: across is y -> -y; reverse (the line drawn the other way) a half turn,
+// x -> -x and y -> -y, with the line-ordered keys' first axis reversed.
 void expect_image(const Sample& a, const Sample& b, bool across, bool reverse) {
-  const float sx = reverse ? -1.f : 1.f, sy = across ? -1.f : 1.f;
+  const float sx = reverse ? -1.f : 1.f, sy = across != reverse ? -1.f : 1.f;
   auto check = [&](const char* key, int64_t rows, int64_t row, bool ordered) {
     const Tensor& x = a.at(key);
     const Tensor& y = b.at(key);
@@ -82,9 +83,24 @@ TEST(Mirror, EachImageMapsEveryKeyAndTwiceIsTheIdentity) {
     mirror_sample(m, across, reverse);
     for (const auto& [key, t] : s.tensors) EXPECT_EQ(m.at(key).data, t.data) << key << " view " << v;
   }
-  Sample bad = random_sample(1);
-  bad.tensors["target_offset"] = Tensor({4, 2});  // 8 floats: not rows of 3
-  EXPECT_THROW(mirror_sample(bad, true, false), Error);
+  // Refused, the sample untouched: a shape that does not fit, a key it cannot mirror.
+  for (int c = 0; c < 4; ++c) {
+    Sample bad = random_sample(1);
+    if (c == 0) bad.tensors["target_offset"] = Tensor({L + 1, 3});  // not noisy_line's L
+    if (c == 1) bad.tensors["local"] = Tensor({L, K, 3});
+    if (c == 2) bad.tensors["noisy_line"] = Tensor({3 * L});           // a flat line
+    if (c == 3) bad.tensors["normals"] = Tensor({P, 3});               // unknown
+    const Sample before = bad;
+    try {
+      mirror_sample(bad, true, true);
+      FAIL() << "case " << c << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(c == 3 ? "\"normals\", which mirror_line does not know how to mirror" : "mirror: \""),
+                std::string::npos)
+          << e.what();
+    }
+    for (const auto& [key, t] : before.tensors) EXPECT_EQ(bad.at(key).data, t.data) << "case " << c << " changed " << key;
+  }
 }
 
 // The model's prediction on a mirrored sample, mapped back, is forward_views' view: the mean of
@@ -107,7 +123,7 @@ TEST(Mirror, TheImagesAreTheViewsTheModelAveragesAtInference) {
     std::vector<float> p(L * 3);
     model.forward(m.at("context").data.data(), m.at("noisy_line").data.data(), 1, (int)P, (int)L, p.data(),
                   m.at("local").data.data());
-    const float sx = (v & 2) ? -1.f : 1.f, sy = (v & 1) ? -1.f : 1.f;
+    const float sx = (v & 2) ? -1.f : 1.f, sy = ((v & 1) != 0) != ((v & 2) != 0) ? -1.f : 1.f;
     for (int64_t l = 0; l < L; ++l) {
       const int64_t to = (v & 2) ? L - 1 - l : l;
       mean[(size_t)to * 3] += sx * p[(size_t)l * 3] / 4.0;
@@ -145,7 +161,7 @@ std::shared_ptr<Sample> run_stage(Stage& st, const Sample& s) {
   return std::get<std::shared_ptr<Sample>>(out.items.at(0));
 }
 
-TEST(MirrorLineStage, DrawsEachImageAboutAQuarterOfTheTimeFromTheSeedAndOnlyInTheLineFrame) {
+TEST(MirrorLineStage, DrawsEachImageAboutAQuarterOfTheTimeFromTheSeed) {
   const StageSchema* schema = StageRegistry::instance().find("mirror_line");
   ASSERT_NE(schema, nullptr);
   EXPECT_EQ(schema->infer, InferRole::Augment);
@@ -158,20 +174,31 @@ TEST(MirrorLineStage, DrawsEachImageAboutAQuarterOfTheTimeFromTheSeedAndOnlyInTh
     const auto a = run_stage(*stage, s);
     const auto b = run_stage(*stage, s);
     EXPECT_EQ(a->at("context").data, b->at("context").data) << "the same seed, the same image";
-    const bool across = a->at("context").data[1] != s.at("context").data[1];
     const bool reverse = a->at("context").data[0] != s.at("context").data[0];
+    const bool across = (a->at("context").data[1] != s.at("context").data[1]) != reverse;
     expect_image(s, *a, across, reverse);
     ++seen[int(across) + 2 * int(reverse)];
   }
   for (int v = 0; v < 4; ++v) EXPECT_TRUE(seen[v] > 60 && seen[v] < 140) << "image " << v << ": " << seen[v] << " of 400";
 
-  Sample tilted = random_sample(3);  // not in the frame: the line's ends differ in y
-  tilted.tensors["noisy_line"].data[(size_t)(L - 1) * 3 + 1] += 0.5f;
+
+  // A closed line (its ends at one place: center's frame falls back to its first segment) is
+  // mirrored like any other; a key it cannot mirror is an error naming the sample.
+  Sample closed = random_sample(3);
+  float* nl = closed.tensors["noisy_line"].data.data();
+  nl[(L - 1) * 3] = nl[0], nl[(L - 1) * 3 + 1] = nl[1];
+  const auto c = run_stage(*stage, closed);
+  const bool c_reverse = c->at("context").data[0] != closed.at("context").data[0];
+  expect_image(closed, *c, (c->at("context").data[1] != closed.at("context").data[1]) != c_reverse, c_reverse);
+  Sample odd = random_sample(4);
+  odd.tensors["normals"] = Tensor({P, 3});
+  odd.line_index = 17;
   try {
-    run_stage(*stage, tilted);
+    run_stage(*stage, odd);
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("mirror_line needs the sample in its line's frame"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("line 17"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("\"normals\""), std::string::npos) << e.what();
   }
 }
 

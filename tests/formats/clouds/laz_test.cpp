@@ -198,8 +198,9 @@ TEST(Laz, WavePacketLayersOfFormats9And10AreSkippedAndTheRestDecodesExactly) {
 }
 
 // Formats 4 and 5 keep their wave packets inside the point-wise stream (WAVEPACKET13, version 1
-// only): they decode byte for byte, every offset case met (the same waveform, the next one, a
-// gap, one more than 4 GiB on), and read as their LAS twin. A version 2 is refused by name.
+// only): they decode byte for byte (with GPS time, and format 5's colour), every offset case met
+// (the same waveform, the next one, a gap, one more than 4 GiB on) and the k = 32 corrector, and
+// read as their LAS twin. A version 2 is refused by name.
 TEST(Laz, WavePacketsOfFormats4And5DecodeExactly) {
   test::TempDir tmp;
   for (int format : {4, 5}) {
@@ -218,6 +219,16 @@ TEST(Laz, WavePacketsOfFormats4And5DecodeExactly) {
       ++cases[d == 0 ? 0 : d == int64_t(size) ? 1 : d == int64_t(int32_t(d)) ? 2 : 3];
     }
     for (int c = 0; c < 4; ++c) EXPECT_GT(cases[c], 5) << "format " << format << " offset case " << c;
+    // x(t) of a packet whose bits differ from the last one's by the sign alone: a 32-bit
+    // corrector of -2^31, the one LASzip codes as k = 32.
+    int sign_flips = 0;
+    for (size_t i = 1; i < 3000; ++i) {
+      uint32_t a, b;
+      std::memcpy(&a, want.data() + (i - 1) * len + wave + 17, 4);
+      std::memcpy(&b, want.data() + i * len + wave + 17, 4);
+      sign_flips += (a ^ b) == 0x80000000u;
+    }
+    EXPECT_GT(sign_flips, 5) << "format " << format;
     test::LazWriteOptions o;
     o.chunk_size = 1000;
     const std::string laz = test::laz_from_las(las, o);

@@ -75,7 +75,10 @@ inline std::string synth_las(const SynthLasOptions& o) {
       const uint64_t kind = uni(40);
       wave_offset += kind == 0 ? (uint64_t(1) << 33) + uni(1000) : kind < 4 ? wave_size + uni(100000) : wave_size;
       if (uni(30) == 0) wave_size = uint32_t(64 * (1 + uni(8)));
-      for (float& d : direction) d += float(int(uni(11)) - 5) * 1e-3f;
+      // Now and then x(t) changes sign and nothing else: its int32 bits differ from the last by
+      // exactly 2^31, a corrector LASzip codes as k = 32 with nothing after it.
+      if (uni(25) == 0) direction[0] = -direction[0];
+      else for (float& d : direction) d += float(int(uni(11)) - 5) * 1e-3f;
     }
     const float where[4] = {float(uni(1000)) / 10.f, direction[0], direction[1], direction[2]};
     w[0] = uint8_t(1 + (i / 100) % 3);
@@ -118,8 +121,8 @@ inline std::string synth_las(const SynthLasOptions& o) {
         p[17] = user;
         std::memcpy(p + 18, &source, 2);
         size_t at = 20;
-        if (o.format == 1 || o.format == 3) std::memcpy(p + at, &t[line], 8), at += 8;
-        if (o.format == 2 || o.format == 3) {
+        if (o.format == 1 || o.format >= 3) std::memcpy(p + at, &t[line], 8), at += 8;
+        if (o.format == 2 || o.format == 3 || o.format == 5) {
           for (int c = 0; c < 3; ++c) rgb[c] = uint16_t(rgb[c] + uni(257) - 128);
           if (uni(10) == 0) rgb[1] = rgb[2] = rgb[0];
           std::memcpy(p + at, rgb, 6);
