@@ -343,7 +343,7 @@ namespace {
 
 // The README's main job (scripts/train: the local pipeline), as shipped (only the folders moved
 // to a temp dir): on the generated default dataset the held-out mean point error falls to at
-// most 35% of the input's, and every category's mean and median to at most half.
+// most 25% of the input's, and every category's mean and median to at most half.
 TEST(Learning, DefaultRunHalvesTheHeldOutLineError) {
   const fs::path root = fs::temp_directory_path() / ("sl_learning_" + std::to_string(::getpid()));
   generate_dataset(root.string(), GenConfig{});
@@ -363,7 +363,7 @@ TEST(Learning, DefaultRunHalvesTheHeldOutLineError) {
   const double before = d["err_before_m"].GetDouble(), after = d["err_after_m"].GetDouble();
   std::fprintf(stderr, "held-out mean point error %.3f m -> %.3f m over %d lines\n", before, after, d["lines"].GetInt());
   EXPECT_GT(before, 0.1);
-  EXPECT_LE(after, 0.35 * before);  // scripts/train on the 2-core EPYC VM: 0.288 -> 0.059 m (20%)
+  EXPECT_LE(after, 0.25 * before);  // scripts/train on the 2-core EPYC VM: 0.288 -> 0.045 m (15%; seeds 1-5: 16-19%)
   // Every category, over its line points: mean and median at most half the input's.
   ASSERT_TRUE(d.HasMember("categories"));
   for (const char* cat : {"lane_marking", "curb"}) {
