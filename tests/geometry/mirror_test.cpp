@@ -203,7 +203,9 @@ TEST(MirrorLineStage, DrawsEachImageAboutAQuarterOfTheTimeFromTheSeed) {
 }
 
 TEST(MirrorLineStage, EvaluationLeavesItOut) {
-  const std::string eval = make_eval_pipeline(kPipeline, "val", "train", "live:x");
+  // (make_eval_pipeline takes the resolved pipeline, every default written out, as a run records it)
+  const std::string eval =
+      make_eval_pipeline(parse_pipeline(kPipeline, "mirror.json").resolved_json(false), "val", "train", "live:x");
   EXPECT_EQ(eval.find("mirror_line"), std::string::npos) << eval;
   EXPECT_NE(eval.find("\"center\""), std::string::npos) << eval;
 }
