@@ -2,6 +2,11 @@
 // "Benchmarks" table, GPU row): plain step() vs one CUDA-graph replay per step, beside the GEMM floor (every
 // GEMM/GEMV the step issues, each timed alone on the same shapes, summed) and the ratio.
 //   bench_train_cuda [--B 64] [--P 1024] [--L 32] [--steps 200] [--precision fp32|tf32|bf16]
+//                    [--model seeds|local]
+// --model local: the main job's model (line_refiner_local: a local branch 64-128 over K = 64
+// points per line point, window 1; pipelines/line_refine_train_local.json) with its [B,L,K,4]
+// input; seeds (the default): the seeds' LineRefiner. Every input is random (never zeros: see
+// ../.library's METHOD: zeros can run faster than data), the GEMM floor's operands too.
 // Without a GPU it prints "no CUDA device: <reason>" and exits 0; without CUDA in the build it
 // says so and exits 0.
 #include <cstdio>
@@ -25,7 +30,7 @@ namespace {
 
 struct Args {
   int B = 64, P = 1024, L = 32, steps = 200;
-  std::string precision = "fp32";
+  std::string precision = "fp32", model = "seeds";
 };
 
 Args parse(int argc, char** argv) {
@@ -37,8 +42,9 @@ Args parse(int argc, char** argv) {
     else if (k == "--L") a.L = std::atoi(v.c_str());
     else if (k == "--steps") a.steps = std::atoi(v.c_str());
     else if (k == "--precision") a.precision = v;
+    else if (k == "--model" && (v == "seeds" || v == "local")) a.model = v;
     else {
-      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      std::fprintf(stderr, "bench_train_cuda: unknown option or value: %s %s\n", k.c_str(), v.c_str());
       std::exit(2);
     }
   }
@@ -67,34 +73,43 @@ std::vector<float> time_each(int n, cudaStream_t st, F&& f) {
   return ms;
 }
 
+// Uniform [-1, 1) floats copied to new device memory (freed by the caller).
+float* device_random(size_t n, uint32_t seed) {
+  std::vector<float> h(n);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (float& x : h) x = u(rng);
+  float* d = nullptr;
+  SL_CUDA_CHECK(cudaMalloc(&d, n * sizeof(float)));
+  SL_CUDA_CHECK(cudaMemcpy(d, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  return d;
+}
+
 int run(const Args& a) {
-  const sl::ModelConfig cfg;
+  sl::ModelConfig cfg;
+  if (a.model == "local") cfg.local = {64, 128}, cfg.local_k = 64, cfg.local_window = 1;
+  const int K = cfg.local_k;
   const sl::Precision precision = sl::parse_precision(a.precision);
   sl::LineRefiner model(cfg, 1, sl::Backend::cuda(0), precision);
   sl::Adam adam(model.num_params(), {}, sl::Backend::cuda(0));
   cudaStream_t st = static_cast<cudaStream_t>(model.context().stream);  // the model's own stream
 
-  // device-resident synthetic batch
-  const size_t nc = size_t(a.B) * a.P * 4, nl = size_t(a.B) * a.L * 3;
-  std::vector<float> h(nc + 2 * nl);
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  for (float& x : h) x = u(rng);
-  float* d = nullptr;
-  SL_CUDA_CHECK(cudaMalloc(&d, h.size() * sizeof(float)));
-  SL_CUDA_CHECK(cudaMemcpy(d, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
+  // device-resident synthetic batch (random)
+  const size_t nc = size_t(a.B) * a.P * 4, nl = size_t(a.B) * a.L * 3, nx = size_t(a.B) * a.L * K * 4;
+  float* d = device_random(nc + 2 * nl + nx, 5);
   const float *ctx = d, *noisy = d + nc, *target = d + nc + nl;
+  const float* local = cfg.has_local() ? d + nc + 2 * nl : nullptr;
 
   model.prepare(a.B, a.P, a.L);
-  for (int i = 0; i < 10; ++i) model.step(ctx, noisy, target, a.B, a.P, a.L, adam);
+  for (int i = 0; i < 10; ++i) model.step(ctx, noisy, target, a.B, a.P, a.L, adam, local);
   const std::vector<float> plain =
-      time_each(a.steps, st, [&] { model.step(ctx, noisy, target, a.B, a.P, a.L, adam); });
+      time_each(a.steps, st, [&] { model.step(ctx, noisy, target, a.B, a.P, a.L, adam, local); });
   std::vector<sl::cuda::GemmShape> gemms;
   model.record_gemms(&gemms);
-  model.step(ctx, noisy, target, a.B, a.P, a.L, adam);
+  model.step(ctx, noisy, target, a.B, a.P, a.L, adam, local);
   model.record_gemms(nullptr);
 
-  model.load_inputs(ctx, noisy, target, a.B);
+  model.load_inputs(ctx, noisy, target, a.B, local);
   for (int i = 0; i < 10; ++i) model.step_inputs(a.B, adam);  // warm-up, capture, replays
   const std::vector<float> graph = time_each(a.steps, st, [&] { model.step_inputs(a.B, adam); });
   int steps = 0;
@@ -109,13 +124,7 @@ int run(const Args& a) {
     maxB = std::max(maxB, size_t(g.K) * g.N);
     maxC = std::max(maxC, size_t(g.M) * g.N);
   }
-  float *A = nullptr, *Bm = nullptr, *C = nullptr;
-  SL_CUDA_CHECK(cudaMalloc(&A, maxA * sizeof(float)));
-  SL_CUDA_CHECK(cudaMalloc(&Bm, maxB * sizeof(float)));
-  SL_CUDA_CHECK(cudaMalloc(&C, maxC * sizeof(float)));
-  SL_CUDA_CHECK(cudaMemset(A, 0, maxA * sizeof(float)));
-  SL_CUDA_CHECK(cudaMemset(Bm, 0, maxB * sizeof(float)));
-  SL_CUDA_CHECK(cudaMemset(C, 0, maxC * sizeof(float)));
+  float *A = device_random(maxA, 6), *Bm = device_random(maxB, 7), *C = device_random(maxC, 8);
   double floor_ms = 0, flops = 0;
   std::printf("%-6s %-3s %-3s %8s %6s %6s %10s\n", "kind", "ta", "tb", "M", "N", "K", "median_us");
   for (const auto& g : gemms) {
@@ -137,8 +146,8 @@ int run(const Args& a) {
   const float mp = median(plain), mg = median(graph);
   cudaDeviceProp prop{};
   SL_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("\ndevice: %s (%d SMs), precision %s, B=%d P=%d L=%d, %d timed steps each\n",
-              prop.name, prop.multiProcessorCount, a.precision.c_str(), a.B, a.P, a.L, a.steps);
+  std::printf("\ndevice: %s (%d SMs), model %s, precision %s, B=%d P=%d L=%d K=%d, %d timed steps each\n",
+              prop.name, prop.multiProcessorCount, a.model.c_str(), a.precision.c_str(), a.B, a.P, a.L, K, a.steps);
   std::printf("model device memory: %.1f MiB, GEMM work per step: %.2f GFLOP\n",
               double(model.backend_bytes()) / (1 << 20), flops * 1e-9);
   std::printf("%-22s %10s %12s %14s\n", "", "median_ms", "samples/s", "x GEMM floor");

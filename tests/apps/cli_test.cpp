@@ -18,6 +18,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "device/device.h"
 #include "graph/atomic_file.h"
 #include "graph/spec.h"
 #include "kernels/safetensors.h"
@@ -248,15 +249,23 @@ namespace {
 
 // Ctrl-C during training: the source stops, the in-flight work drains, the trainer finishes its
 // step and writes a checkpoint, the process exits 130; `resume=auto` then continues from it.
+// SL_TEST_DEVICE=cuda runs all three runs on the GPU (scripts/gpu-session), which must end
+// byte-identical just as the CPU's do.
 TEST(Cli, SigintDuringTrainingCheckpointsAndExits130) {
   test::TempDir dir;
   const std::string root = dir.path("ds"), runs = dir.path("run");
   ASSERT_EQ(run_cli(dir, "gen-data " + q(root) + " --train 2 --val 1").code, 0);
-  const std::vector<std::string> sets = {
+  std::vector<std::string> sets = {
       "scan.root=" + root + "/train", "train.eval.root=null", "train.checkpoint.dir=" + runs,
       "train.checkpoint.every_steps=0", "train.log.every_steps=1", "train.log.progress=lines", "epochs=100000",
       "train.model.encoder=[16,32,64]", "train.model.line_mlp=[16,32]", "train.model.regressor=[32,16]",
       "resample.points=128", "batch.size=8"};
+  if (const char* device = std::getenv("SL_TEST_DEVICE"); device && *device) {
+    std::string why;
+    if (std::string(device).rfind("cuda", 0) == 0 && cuda_device_count(&why) == 0)
+      GTEST_SKIP() << "SL_TEST_DEVICE=" << device << " but no CUDA device: " << why;
+    sets.push_back(std::string("device=") + device);
+  }
   const std::string pipeline = std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train.json";
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);

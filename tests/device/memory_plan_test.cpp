@@ -2,12 +2,20 @@
 // parameter table and the model's workspace, and the largest batch that fits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <string>
+#include <vector>
 
+#include "device/device.h"
+#include "device/memory_plan.h"
 #include "graph/error.h"
+#include "kernels/adam.h"
+#include "kernels/backend.h"
 #include "kernels/cuda/runtime.h"
 #include "kernels/model.h"
-#include "device/memory_plan.h"
+#include "tests/kernels/test_util.h"
 
 namespace sl {
 namespace {
@@ -74,6 +82,66 @@ TEST(MemoryPlan, TextAndBadInput) {
   ModelConfig bad;
   bad.encoder = {};
   EXPECT_THROW(plan_memory(bad, 8, 128, 8, 2, 2), Error);
+}
+
+
+// On a GPU: the device memory the model and its Adam take is the plan's (params, grads, Adam,
+// workspace, cuBLAS workspace; the ring is not made here), to the allocator's rounding, for the
+// seeds' model and the main job's (local branch); then the largest batch the plan says fits in
+// what is free trains a step there, with a finite loss. Skipped, saying why, without a GPU.
+TEST(MemoryPlan, OnAGpuTheModelTakesThePlanAndTheLargestBatchThatFitsTrains) {
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  const int P = 1024, L = 32;
+  ModelConfig local;
+  local.local = {64, 128}, local.local_k = 64, local.local_window = 1;
+  for (const ModelConfig& cfg : {ModelConfig{}, local}) {
+    const char* name = cfg.has_local() ? "local" : "seeds";
+    size_t free0 = 0, total = 0, free1 = 0;
+    {
+      cuda::mem_info(0, &free0, &total);  // the context exists from here on
+      LineRefiner m(cfg, 3, Backend::cuda(0));
+      Adam adam(m.num_params(), AdamConfig{}, Backend::cuda(0));
+      m.prepare(64, P, L);
+      synchronize(m.context());
+      cuda::mem_info(0, &free1, &total);
+      const MemoryPlan plan = plan_memory(cfg, 64, P, L, 0, 0);
+      const double used_mib = double(free0 - free1) / (1 << 20), plan_mib = double(plan.total_device()) / (1 << 20);
+      std::printf("  %s model, B=64: the plan %.1f MiB, taken %.1f MiB (free %.0f of %.0f MiB)\n", name, plan_mib,
+                  used_mib, double(free1) / (1 << 20), double(total) / (1 << 20));
+      // cudaMalloc rounds each allocation up to 2 MiB pages; cuBLAS's handle takes a little.
+      EXPECT_GE(used_mib, plan_mib - 1) << name;
+      EXPECT_LE(used_mib, plan_mib + 64) << name;
+    }
+    size_t free2 = 0;
+    cuda::mem_info(0, &free2, &total);
+    const size_t margin = size_t(256) << 20;  // what the trainer keeps back (train/step_core.cpp)
+    const int B = largest_batch_that_fits(cfg, P, L, 0, free2 - margin);
+    const MemoryPlan plan = plan_memory(cfg, B, P, L, 0, 0);
+    std::printf("  %s model: the largest batch that fits in %.0f MiB free (less 256): B=%d, planned %.0f MiB\n", name,
+                double(free2) / (1 << 20), B, double(plan.total_device()) / (1 << 20));
+    ASSERT_GT(B, 64) << name;
+    LineRefiner m(cfg, 3, Backend::cuda(0));
+    Adam adam(m.num_params(), AdamConfig{}, Backend::cuda(0));
+    m.prepare(B, P, L);
+    // The fixed inputs: one random block of 64 samples, repeated over the B samples.
+    auto fill = [&](float* dst, size_t per_sample, uint32_t seed) {
+      const std::vector<float> block = test::random_vec<float>(64 * per_sample, seed);
+      for (int b = 0; b < B; b += 64)
+        copy_from_host(m.context(), dst + size_t(b) * per_sample, block.data(),
+                       std::min<size_t>(64, size_t(B - b)) * per_sample * sizeof(float));
+    };
+    fill(m.input_context(), size_t(P) * 4, 1);
+    fill(m.input_noisy(), size_t(L) * 3, 2);
+    fill(m.input_target(), size_t(L) * 3, 3);
+    if (cfg.has_local()) fill(m.input_local(), size_t(L) * cfg.local_k * 4, 4);
+    m.step_inputs(B, adam);
+    int steps = 0;
+    const float loss = m.read_loss(&steps);
+    std::printf("  %s model: one step at B=%d: loss %.5f\n", name, B, loss);
+    EXPECT_EQ(steps, 1) << name;
+    EXPECT_TRUE(std::isfinite(loss)) << name;
+  }
 }
 
 }  // namespace
