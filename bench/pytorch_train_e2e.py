@@ -3,7 +3,8 @@
 
 The same LineRefiner (line_refiner.py) and the same data, written the way PyTorch tutorials write it:
 a Dataset that reads a scene's PCD (binary, fields x y z intensity) and lines JSON with NumPy,
-crops the points within `radius` (horizontal) of one polyline, resamples them to P points,
+splits each line into pieces of at most 10 m (split_lines), crops the points within `radius`
+(horizontal) of one piece, resamples them to P points,
 centres everything on the line's arc-length centroid, resamples the true line to L points and
 perturbs it (smooth lateral/vertical offsets + jitter + shift); a DataLoader with
 num_workers / pin_memory; .to(device, non_blocking=True); Adam; MSE.
@@ -17,6 +18,7 @@ import argparse
 import glob
 import json
 import os
+import sys
 import time
 
 import numpy as np
@@ -65,6 +67,23 @@ def read_lines(path):
     with open(path) as f:
         doc = json.load(f)
     return [np.asarray(l["points"], np.float32) for l in doc["lines"] if len(l["points"]) >= 2]
+
+
+def split_line(line, max_length):
+    """Pieces of equal arc length, ceil(length / max_length) of them (streamline's split_lines):
+    the vertices inside each piece kept, the cut points interpolated."""
+    s = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(line, axis=0), axis=1))])
+    total = s[-1]
+    if max_length <= 0 or total <= max_length:
+        return [line]
+    n = int(np.ceil(total / max_length))
+    cuts = np.linspace(0.0, total, n + 1)
+    at = lambda q: np.array([np.interp(q, s, line[:, k]) for k in range(3)], np.float32)
+    pieces = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        inside = line[(s > a) & (s < b)]
+        pieces.append(np.vstack([at(a)[None], inside, at(b)[None]]).astype(np.float32))
+    return pieces
 
 
 def crop_polyline(pts, line, radius):
@@ -130,24 +149,26 @@ def perturb(true, rng, lateral=0.3, vertical=0.05, jitter=0.03, modes=3, shift=0
 class LineDataset(Dataset):
     """One sample per (scene, line); the scene's files are read in __getitem__."""
 
-    def __init__(self, root, points=1024, line_points=32, radius=2.0, seed=0):
+    def __init__(self, root, points=1024, line_points=32, radius=2.0, seed=0, max_length=10.0):
         self.items = []
         for js in sorted(glob.glob(os.path.join(root, "*.json"))):
             pcd = js[:-5] + ".pcd"
             if os.path.exists(pcd):
-                self.items += [(pcd, js, i) for i in range(len(read_lines(js)))]
+                self.items += [(pcd, js, i, j) for i, l in enumerate(read_lines(js))
+                               for j in range(len(split_line(l, max_length)))]
         if not self.items:
             raise SystemExit(f"no scene_*.pcd + .json pairs with lines under {root}")
         self.P, self.L, self.radius, self.seed, self.epoch = points, line_points, radius, seed, 0
+        self.max_length = max_length
 
     def __len__(self):
         return len(self.items)
 
     def __getitem__(self, idx):
-        pcd, js, li = self.items[idx]
+        pcd, js, li, piece = self.items[idx]
         rng = np.random.default_rng([self.seed, self.epoch, idx])
         pts = read_pcd(pcd)
-        line = read_lines(js)[li]
+        line = split_line(read_lines(js)[li], self.max_length)[piece]
         crop = crop_polyline(pts, line, self.radius)
         if len(crop) == 0:  # nothing near the line: an all-origin context (rare)
             ctx = np.zeros((self.P, 4), np.float32)
@@ -167,6 +188,7 @@ def main():
     ap.add_argument("--points", type=int, default=1024)
     ap.add_argument("--line-points", type=int, default=32)
     ap.add_argument("--radius", type=float, default=2.0)
+    ap.add_argument("--max-length", type=float, default=10.0, help="lines split into pieces of at most this many metres")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--steps", type=int, default=100, help="timed end-to-end steps")
     ap.add_argument("--warmup", type=int, default=5)
@@ -178,7 +200,7 @@ def main():
 
     dev = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if a.device == "auto" else a.device)
     torch.manual_seed(a.seed)
-    ds = LineDataset(a.root, a.points, a.line_points, a.radius, a.seed)
+    ds = LineDataset(a.root, a.points, a.line_points, a.radius, a.seed, a.max_length)
     dl = DataLoader(ds, batch_size=a.batch, shuffle=True, drop_last=True, num_workers=a.workers,
                     pin_memory=dev.type == "cuda", persistent_workers=a.workers > 0)
     if len(dl) == 0:
@@ -210,6 +232,8 @@ def main():
             batch = [x.to(dev, non_blocking=True) for x in (ctx, noisy, target)]
             loss = step(*batch)
             done += 1
+            if done % 10 == 0:  # progress on stderr (a slow DataLoader shows as it goes)
+                print(f"  batch {done}/{a.warmup + a.steps}", file=sys.stderr, flush=True)
             if done == a.warmup + a.steps:
                 break
         epoch += 1

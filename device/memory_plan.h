@@ -25,6 +25,11 @@ struct MemoryPlan {
 MemoryPlan plan_memory(const ModelConfig& cfg, int B, int P, int L, int ring_slots,
                        int host_slots);
 
+// What a GPU run keeps free beyond the plan: cuBLAS's handle and the kernels it loads (they
+// took ~70 MiB beyond the plan on an H200 with CUDA 13.0: tests/device/memory_plan_test.cpp),
+// and room for fragmentation.
+inline constexpr size_t kPlanMarginBytes = size_t(256) << 20;
+
 // Largest B with plan_memory(...).total_device() <= free_bytes (0 when not even B = 1 fits).
 // Pass what cudaMemGetInfo reports minus a margin for the context and fragmentation.
 int largest_batch_that_fits(const ModelConfig& cfg, int P, int L, int ring_slots,

@@ -48,7 +48,7 @@ void StepCore::prepare(const Batch& first, bool quiet) {
     size_t free_b = 0, total_b = 0;
     cuda::mem_info(backend_.device, &free_b, &total_b);
     free_b += ring_->device_bytes();  // the plan counts the ring too
-    const size_t margin = 256ull << 20;
+    const size_t margin = kPlanMarginBytes;
     const int fits = largest_batch_that_fits(cfg_, P, L, ring_->slots(), free_b > margin ? free_b - margin : 0);
     throw Error(std::string(e.what()) + "\nGPU memory plan for batch.size " + std::to_string(B) + ":\n" +
                 plan.to_text() + "free on " + backend_.name() + " without this model: " +

@@ -27,7 +27,12 @@ void* device_alloc(int device, size_t bytes, const std::string& what) {
                 " failed: " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
   }
   try {
+    // The memset runs on the legacy default stream, which is not ordered with the engine's
+    // non-blocking streams: without the wait, a first copy into the buffer on such a stream can
+    // land before the zeros do, and be overwritten by them (seen on an H200: the op harness's
+    // vector of ones, copied in on the row's stream, read back as zeros by the bias GEMV).
     SL_CUDA_CHECK(cudaMemset(p, 0, bytes));
+    SL_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   } catch (...) {
     cudaFree(p);
     throw;

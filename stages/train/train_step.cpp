@@ -320,6 +320,7 @@ class TrainStep : public Stage {
   void settle() {
     if (!core_->backend().is_cuda() || !core_->prepared()) return;
     if (!core_->synced()) {
+      take_loss(true);  // a read still in flight covers only the steps up to the one it was asked at
       core_->request_loss_now(step_);
       take_loss(true);
     }

@@ -86,7 +86,7 @@ TEST(MemoryPlan, TextAndBadInput) {
 
 
 // On a GPU: the device memory the model and its Adam take is the plan's (params, grads, Adam,
-// workspace, cuBLAS workspace; the ring is not made here), to the allocator's rounding, for the
+// workspace, cuBLAS workspace; the ring is not made here), within the trainer's margin, for the
 // seeds' model and the main job's (local branch); then the largest batch the plan says fits in
 // what is free trains a step there, with a finite loss. Skipped, saying why, without a GPU.
 TEST(MemoryPlan, OnAGpuTheModelTakesThePlanAndTheLargestBatchThatFitsTrains) {
@@ -109,14 +109,14 @@ TEST(MemoryPlan, OnAGpuTheModelTakesThePlanAndTheLargestBatchThatFitsTrains) {
       const double used_mib = double(free0 - free1) / (1 << 20), plan_mib = double(plan.total_device()) / (1 << 20);
       std::printf("  %s model, B=64: the plan %.1f MiB, taken %.1f MiB (free %.0f of %.0f MiB)\n", name, plan_mib,
                   used_mib, double(free1) / (1 << 20), double(total) / (1 << 20));
-      // cudaMalloc rounds each allocation up to 2 MiB pages; cuBLAS's handle takes a little.
+      // Beyond the plan: cudaMalloc's rounding, cuBLAS's handle and the kernels it loads, which
+      // the trainer's margin is for.
       EXPECT_GE(used_mib, plan_mib - 1) << name;
-      EXPECT_LE(used_mib, plan_mib + 64) << name;
+      EXPECT_LE(used_mib, plan_mib + double(kPlanMarginBytes) / (1 << 20)) << name;
     }
     size_t free2 = 0;
     cuda::mem_info(0, &free2, &total);
-    const size_t margin = size_t(256) << 20;  // what the trainer keeps back (train/step_core.cpp)
-    const int B = largest_batch_that_fits(cfg, P, L, 0, free2 - margin);
+    const int B = largest_batch_that_fits(cfg, P, L, 0, free2 - kPlanMarginBytes);
     const MemoryPlan plan = plan_memory(cfg, B, P, L, 0, 0);
     std::printf("  %s model: the largest batch that fits in %.0f MiB free (less 256): B=%d, planned %.0f MiB\n", name,
                 double(free2) / (1 << 20), B, double(plan.total_device()) / (1 << 20));

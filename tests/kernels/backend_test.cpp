@@ -195,11 +195,13 @@ void expect_step_matches_reference_and_cpu_model(const Row& row, bool local) {
   m.download_params(wg.data());
   EXPECT_LT(rel_err(wg, std::vector<float>(cpu.param_data(), cpu.param_data() + n)), 50 * tol) << row.name();
   // The weights above stay near their start whatever happens (four Adam steps move them by
-  // ~0.7% of their scale, inside 50 x tol for tf32 and bf16): the update itself is compared.
-  // Adam's first steps move a weight by about lr whatever the size of its gradient, so a
-  // reduced-precision GEMM that flips a near-zero gradient's sign flips that weight's whole
-  // update: the direction is held to a cosine (0.9 lets ~5% of equal-sized updates flip), the
-  // length to 10%. An update that never ran, or ran twice, fails both.
+  // ~0.7% of their scale, inside 50 x tol for tf32 and bf16): the update itself is compared, its
+  // length and direction against the CPU model's. Adam's first steps move a weight by about lr
+  // whatever the size of its gradient, so a reduced-precision GEMM that flipped a near-zero
+  // gradient's sign would flip that weight's whole update; on an H200 (CUDA 13.0) tf32 and bf16
+  // gave a length ratio of 0.9995 and a cosine of 0.9998. An update that never ran, ran twice or
+  // started from moments that were not zero fails both (a late zeroing of new device memory did:
+  // cosine 0.80 in bf16, fixed in cuda::device_alloc).
   double dot = 0, len_m = 0, len_cpu = 0;
   size_t finite = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -211,9 +213,10 @@ void expect_step_matches_reference_and_cpu_model(const Row& row, bool local) {
   }
   EXPECT_EQ(finite, n) << row.name();
   ASSERT_GT(len_cpu, 0);
-  EXPECT_NEAR(std::sqrt(len_m / len_cpu), 1.0, 0.1) << row.name() << ": length of the update against the CPU model's";
-  EXPECT_GT(dot / std::sqrt(len_m * len_cpu + 1e-300), row.precision == Precision::FP32 ? 0.99 : 0.9)
-      << row.name() << ": cosine of the update and the CPU model's";
+  std::printf("  %s%s: update against the CPU model's: length ratio %.4f, cosine %.4f\n", row.name().c_str(),
+              local ? " (local branch)" : "", std::sqrt(len_m / len_cpu), dot / std::sqrt(len_m * len_cpu + 1e-300));
+  EXPECT_NEAR(std::sqrt(len_m / len_cpu), 1.0, 0.02) << row.name() << ": length of the update against the CPU model's";
+  EXPECT_GT(dot / std::sqrt(len_m * len_cpu + 1e-300), 0.99) << row.name() << ": cosine of the update and the CPU model's";
   EXPECT_EQ(adam.step_count(m.context()), 4);
 }
 

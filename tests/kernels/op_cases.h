@@ -104,10 +104,15 @@ struct LinearReluMaxForward : Case<LinearReluMaxForward> {
     arg.compare = false;  // below: where the channel is active
     T* scratch = r.template scratch<T>("scratch", size_t(B) * P * C_out);
     std::vector<int32_t> aref(size_t(B) * C_out);
-    r.reference([&] {  // dense linear + ReLU, then the max with the first argmax
-      std::vector<double> y(size_t(B) * P * C_out);
-      linear_forward_reference(y.data(), x.hd(), W.hd(), b.hd(), int64_t(B) * P, C_in, C_out, true);
+    // The reference: the dense linear without its bias, the max with the first argmax, then
+    // relu(max + bias) -- equal to the max of relu(y + bias) in exact arithmetic, and keeping the
+    // grid's exact ties exact (a bias added first, before the products, rounds each point's sum
+    // differently and breaks a tie at random: seen at B = 70000).
+    r.reference([&] {
+      std::vector<double> y(size_t(B) * P * C_out), zero(C_out, 0.0);
+      linear_forward_reference(y.data(), x.hd(), W.hd(), zero.data(), int64_t(B) * P, C_in, C_out, false);
       maxpool_forward(out.ex(), aref.data(), y.data(), B, P, C_out);
+      for (size_t i = 0; i < size_t(B) * C_out; ++i) out.ex()[i] = std::max(0.0, out.ex()[i] + b.h[i % C_out]);
     });
     r.op([&] { linear_relu_max_forward(r.c, out.p(), arg.p(), x.p(), W.p(), b.p(), B, P, C_in, C_out, scratch); });
     if (!r.checking() || r.row.precision != Precision::FP32) return;  // tf32 may order near-ties otherwise
@@ -518,12 +523,16 @@ inline Cases check_cases() {
       LinearBackward(513, 64, 33, true));
   add(v, LinearReluMaxForward(1, 1, 3, 5, true), LinearReluMaxForward(3, 37, 4, 40, true),
       LinearReluMaxForward(2, 600, 16, 33, true), LinearReluMaxForward(5, 9, 7, 64, true),
-      LinearReluMaxForward(2, 300, 16, 40, false));
+      LinearReluMaxForward(2, 300, 16, 40, false),
+      LinearReluMaxForward(70000, 2, 3, 5, true));  // more samples than a grid has y blocks (65535)
   add(v, CompactArgmaxRows(1, 1, 5), CompactArgmaxRows(3, 37, 40), CompactArgmaxRows(2, 600, 33),
       CompactArgmaxRows(5, 9, 64));
   add(v, GatherRows(1, 1, 3), GatherRows(37, 20, 5), GatherRows(300, 100, 16));
   add(v, LinearReluMaxBackward(1, 1, 3, 5), LinearReluMaxBackward(3, 37, 4, 40),
-      LinearReluMaxBackward(2, 600, 16, 33), LinearReluMaxBackward(5, 9, 7, 64), LinearReluMaxBackward(3, 50, 8, 20, false));
+      LinearReluMaxBackward(2, 600, 16, 33), LinearReluMaxBackward(5, 9, 7, 64), LinearReluMaxBackward(3, 50, 8, 20, false),
+      // more samples than the CUDA weight gradient's 16 row groups; C_in + 1 (the bias) filling
+      // one 32-lane tile exactly, and spilling one lane into a second
+      LinearReluMaxBackward(300, 3, 40, 33), LinearReluMaxBackward(70, 5, 31, 9), LinearReluMaxBackward(45, 4, 32, 7));
   add(v, GlobalLineForward(1, 1, 3, 2, 5, true), GlobalLineForward(3, 17, 40, 9, 33, true),
       GlobalLineForward(2, 64, 8, 8, 3, false));
   add(v, GlobalLineBackward(1, 1, 3, 2, 5, true), GlobalLineBackward(3, 17, 40, 9, 33, true),
