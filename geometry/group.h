@@ -45,8 +45,9 @@ struct Groups {
 
 // The grouped crop: for each row of line ([L, 3]), up to k points of cloud[crop[j]] within
 // radius, selected as `select` says (see the top of this file). A grid over the crop (cell: half
-// the radius), built per call; a window's cells are visited near ones first, and a cell that
-// cannot hold a point nearer than the K-th kept is skipped. Throws sl::Error when the cloud lacks x, y or z, a crop id is out of
+// the radius, a quarter on dense crops), built per call; a window's cells are visited near ones
+// first, and a cell that cannot hold a point nearer than the K-th kept (in the ellipse's rank,
+// with an aspect) is skipped. Throws sl::Error when the cloud lacks x, y or z, a crop id is out of
 // range, line is not [L, 3], k < 1, or radius is not a positive finite number.
 Groups group_points(const PointCloud& cloud, const std::vector<uint32_t>& crop, const Tensor& line, int k,
                     float radius, GroupSelect select = GroupSelect::kNearest, float aspect = 1.f);

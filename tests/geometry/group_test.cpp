@@ -96,6 +96,47 @@ TEST(Group, GridEqualsBruteForceOverRandomCloudsKRadiusAndOffsets) {
   EXPECT_GT(nonempty, full);
 }
 
+// A map-like case for the ellipse (aspect > 1), where the grid skips the cells along the line by
+// their rank bound: a dense strip (5 cm lattice, a road's width, ~400 points per m^2) at an angle,
+// a smooth bent line of 32 points along it, K 64, radius 1.0: the reference's groups, bit for bit.
+TEST(Group, ADenseStripAlongASmoothLineMatchesTheReferenceAtEveryAspect) {
+  sl::Rng rng(112711);
+  int full_middle = 0;
+  for (int trial = 0; trial < 9; ++trial) {
+    const float at = trial % 3 == 0 ? 5000.f : trial % 3 == 1 ? -37.f : 0.f;
+    const double angle = rng.uniform(0, 6.283185307179586), ca = std::cos(angle), sa = std::sin(angle);
+    const double bend = rng.uniform(-0.05, 0.05);  // curvature of the line, 1/m
+    sl::PointCloud cloud;
+    cloud.fields = {"x", "y", "z", "intensity"};
+    cloud.columns.assign(4, {});
+    for (int i = 0; i < 16000; ++i) {
+      const double u = rng.uniform(-6, 6), v = rng.uniform(-2, 2) + bend * u * u;
+      const float x = at + 0.05f * std::round((float)(ca * u - sa * v) / 0.05f);
+      const float y = at + 0.05f * std::round((float)(sa * u + ca * v) / 0.05f);
+      cloud.columns[0].push_back(x), cloud.columns[1].push_back(y);
+      cloud.columns[2].push_back((float)rng.uniform(-0.1, 0.1)), cloud.columns[3].push_back((float)rng.uniform(0, 255));
+    }
+    std::vector<uint32_t> crop(cloud.columns[0].size());
+    for (uint32_t i = 0; i < crop.size(); ++i) crop[i] = i;
+    sl::Tensor line({32, 3});
+    const double shift = rng.uniform(-0.4, 0.4);
+    for (int64_t l = 0; l < 32; ++l) {
+      const double u = -5 + 10.0 * (double)l / 31, v = shift + bend * u * u + rng.uniform(-0.05, 0.05);
+      line.data[(size_t)l * 3] = at + (float)(ca * u - sa * v);
+      line.data[(size_t)l * 3 + 1] = at + (float)(sa * u + ca * v);
+      line.data[(size_t)l * 3 + 2] = 0.f;
+    }
+    for (float aspect : {1.f, 4.f, 8.f, 16.f}) {
+      const sl::Groups want = sl::group_points_reference(cloud, crop, line, 64, 1.0f, sl::GroupSelect::kNearest, aspect);
+      const sl::Groups got = sl::group_points(cloud, crop, line, 64, 1.0f, sl::GroupSelect::kNearest, aspect);
+      ASSERT_TRUE(same_bits(got.count, want.count)) << "trial " << trial << " aspect " << aspect;
+      ASSERT_TRUE(same_bits(got.local, want.local)) << "trial " << trial << " aspect " << aspect;
+      full_middle += want.count.data[16] == 64.f;
+    }
+  }
+  EXPECT_EQ(full_middle, 36) << "every window in the strip's middle holds K points";
+}
+
 // The crop's order does not matter (it depends on the crop's cell size): the same set of ids in
 // another order gives the same groups.
 TEST(Group, GroupsDependOnTheCropsSetNotItsOrder) {
