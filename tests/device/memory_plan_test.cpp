@@ -84,7 +84,6 @@ TEST(MemoryPlan, TextAndBadInput) {
   EXPECT_THROW(plan_memory(bad, 8, 128, 8, 2, 2), Error);
 }
 
-
 // On a GPU: the device memory the model and its Adam take is the plan's (params, grads, Adam,
 // workspace, cuBLAS workspace; the ring is not made here), within the trainer's margin, for the
 // seeds' model and the main job's (local branch); then the largest batch the plan says fits in
