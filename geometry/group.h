@@ -44,10 +44,12 @@ struct Groups {
 };
 
 // The grouped crop: for each row of line ([L, 3]), up to k points of cloud[crop[j]] within
-// radius, selected as `select` says (see the top of this file). A grid over the crop (cell: half
-// the radius, a quarter on dense crops), built per call; a window's cells are visited near ones
-// first, and a cell that cannot hold a point nearer than the K-th kept (in the ellipse's rank,
-// with an aspect) is skipped. Throws sl::Error when the cloud lacks x, y or z, a crop id is out of
+// radius, selected as `select` says (see the top of this file). A grid over the crop in the line's
+// frame (axis: first to last line point; cells of ~12 points on the crop's density, twice as long
+// across the line as along it with an aspect), built per call; a window's own and neighbouring
+// columns are visited cell by cell in the order of their bounds, then the columns outward, and a
+// cell (or a whole column) that cannot hold a key below the K-th kept (in the ellipse's rank, with
+// an aspect) is skipped. Throws sl::Error when the cloud lacks x, y or z, a crop id is out of
 // range, line is not [L, 3], k < 1, or radius is not a positive finite number.
 Groups group_points(const PointCloud& cloud, const std::vector<uint32_t>& crop, const Tensor& line, int k,
                     float radius, GroupSelect select = GroupSelect::kNearest, float aspect = 1.f);

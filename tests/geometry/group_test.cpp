@@ -137,6 +137,60 @@ TEST(Group, ADenseStripAlongASmoothLineMatchesTheReferenceAtEveryAspect) {
   EXPECT_EQ(full_middle, 36) << "every window in the strip's middle holds K points";
 }
 
+// The grid lies in the line's frame (its axis from the first finite line point to the last): lines
+// in every direction, bent and doubling back (a U-turn, whose ends nearly meet; a closed loop, whose
+// axis falls back to x), with non-finite points at the ends and inside, over dense and sparse
+// clouds far from the origin and near it: the reference's groups, bit for bit, at every aspect.
+TEST(Group, LinesInAnyDirectionBentOrClosedWithNonFinitePointsMatchTheReference) {
+  sl::Rng rng(271127);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  int shapes[3] = {0, 0, 0};
+  for (int trial = 0; trial < 36; ++trial) {
+    const float at = trial % 3 == 0 ? 5000.f : trial % 3 == 1 ? -37.f : 0.f;
+    const int shape = trial / 3 % 3;  // 0: bent, 1: a U-turn, 2: a closed loop
+    ++shapes[shape];
+    const double angle = rng.uniform(0, 6.283185307179586), ca = std::cos(angle), sa = std::sin(angle);
+    const int64_t L = 2 + (int64_t)rng.uniform(0, 40);
+    sl::Tensor line({L, 3});
+    for (int64_t l = 0; l < L; ++l) {
+      const double s = (double)l / (double)(L - 1);
+      double u, v;
+      if (shape == 0) u = -5 + 10 * s, v = rng.uniform(-0.3, 0.3) + 0.08 * u * u;
+      else if (shape == 1) u = 3 * std::sin(3.14159 * s), v = 3 * std::cos(3.14159 * s) + rng.uniform(-0.05, 0.05);
+      else u = 3 * std::sin(6.28319 * s), v = 3 * std::cos(6.28319 * s);
+      line.data[(size_t)l * 3] = at + (float)(ca * u - sa * v);
+      line.data[(size_t)l * 3 + 1] = at + (float)(sa * u + ca * v);
+      line.data[(size_t)l * 3 + 2] = (float)rng.uniform(-0.2, 0.2);
+    }
+    if (trial % 4 == 1) line.data[0] = nan;  // the first point: the frame starts at the next
+    if (trial % 4 == 2) line.data[(size_t)(L - 1) * 3 + 1] = std::numeric_limits<float>::infinity();
+    if (trial % 4 == 3) line.data[(size_t)(L / 2) * 3] = nan;
+    const bool dense = trial % 2 == 0;
+    const size_t n = dense ? 12000 : 1500;
+    sl::PointCloud cloud;
+    cloud.fields = {"x", "y", "z", "intensity"};
+    cloud.columns.assign(4, {});
+    for (size_t i = 0; i < n; ++i) {
+      const double u = rng.uniform(-7, 7), v = rng.uniform(-5, 5);
+      cloud.columns[0].push_back(at + 0.05f * std::round((float)(ca * u - sa * v) / 0.05f));
+      cloud.columns[1].push_back(at + 0.05f * std::round((float)(sa * u + ca * v) / 0.05f));
+      cloud.columns[2].push_back((float)rng.uniform(-0.1, 0.1)), cloud.columns[3].push_back((float)rng.uniform(0, 255));
+    }
+    std::vector<uint32_t> crop;
+    for (uint32_t i = 0; i < n; ++i)
+      if (rng.uniform() < 0.8) crop.push_back(i);
+    const int k = std::vector<int>{16, 64, 100}[(size_t)trial % 3];
+    for (auto sel : {sl::GroupSelect::kNearest, sl::GroupSelect::kSpread})
+      for (float aspect : {1.f, 2.5f, 8.f, 16.f}) {
+        const sl::Groups want = sl::group_points_reference(cloud, crop, line, k, 1.0f, sel, aspect);
+        const sl::Groups got = sl::group_points(cloud, crop, line, k, 1.0f, sel, aspect);
+        ASSERT_TRUE(same_bits(got.count, want.count)) << "trial " << trial << " aspect " << aspect;
+        ASSERT_TRUE(same_bits(got.local, want.local)) << "trial " << trial << " aspect " << aspect;
+      }
+  }
+  EXPECT_EQ(shapes[0] + shapes[1] + shapes[2], 36);
+}
+
 // The crop's order does not matter (it depends on the crop's cell size): the same set of ids in
 // another order gives the same groups.
 TEST(Group, GroupsDependOnTheCropsSetNotItsOrder) {
