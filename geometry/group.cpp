@@ -113,6 +113,34 @@ inline float key_dist2(uint64_t key) {
   return d2;
 }
 
+// The k smallest of a[0..n) moved to a[0..k), a[k - 1] the k-th (0 < k <= n): quickselect with
+// branch-free Lomuto partitions (a partition step's compare is a coin flip for the branch
+// predictor: std::nth_element's branchy one was most of the grouping's selection time), the last
+// few elements by insertion. Keys are unique here (the id is in the low bits); should a range
+// not shrink (equal keys), std::nth_element finishes it.
+void select_k(uint64_t* a, size_t n, size_t k) {
+  size_t lo = 0, hi = n;  // the k-th smallest lies in [lo, hi)
+  while (hi - lo > 16) {
+    const uint64_t x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi - 1];
+    const uint64_t p = std::max(std::min(x, y), std::min(std::max(x, y), z));  // median of three
+    size_t m = lo;
+    for (size_t i = lo; i < hi; ++i) {
+      const uint64_t v = a[i];
+      a[i] = a[m], a[m] = v;
+      m += v < p;
+    }
+    // [lo, m) < p <= [m, hi)
+    if (m == lo) {
+      std::nth_element(a + lo, a + (k - 1), a + hi);
+      return;
+    }
+    if (k <= m) hi = m;
+    else lo = m;
+  }
+  for (size_t i = lo + 1; i < hi; ++i)
+    for (size_t j = i; j > lo && a[j] < a[j - 1]; --j) std::swap(a[j], a[j - 1]);
+}
+
 // A thread's buffers for group_points, kept between calls.
 struct Scratch {
   std::vector<uint32_t> start, fill, sid;
@@ -242,29 +270,43 @@ Groups group_points(const PointCloud& cloud, const std::vector<uint32_t>& crop, 
   // cells, and a cell's points lie far apart in a map's file), so they are prefetched kAhead points
   // ahead (measured on a map: 12% off the whole data path's CPU time with the grouping).
   constexpr size_t kAhead = 32;
-  for (size_t j = 0; j < n_crop; ++j) {
-    if (j + kAhead < n_crop) __builtin_prefetch(c.x + crop[j + kAhead]), __builtin_prefetch(c.y + crop[j + kAhead]);
-    const uint32_t id = crop[j];
-    const float x = c.x[id], y = c.y[id];
-    t.ga[j] = x, t.gb[j] = y;
-    const float a = fa(x, y), b = fb(x, y);
-    if (!(a >= a0 && a <= a1 && b >= b0 && b <= b1)) {  // outside every window (or not finite)
-      t.cell_of[j] = -1;
-      continue;
+  // Raw pointers in the loops: through the vectors the compiler reloads their data after a store.
+  {
+    const uint32_t* const ids = crop.data();
+    float *const ga = t.ga.data(), *const gb = t.gb.data();
+    int32_t* const cell_of = t.cell_of.data();
+    uint32_t* const start = t.start.data();
+    for (size_t j = 0; j < n_crop; ++j) {
+      if (j + kAhead < n_crop) __builtin_prefetch(c.x + ids[j + kAhead]), __builtin_prefetch(c.y + ids[j + kAhead]);
+      const uint32_t id = ids[j];
+      const float x = c.x[id], y = c.y[id];
+      ga[j] = x, gb[j] = y;
+      const float a = fa(x, y), b = fb(x, y);
+      // outside every window (or not finite): -1
+      const int32_t s = (a >= a0 && a <= a1 && b >= b0 && b <= b1) ? col_of(a) * ny + row_of(b) : -1;
+      cell_of[j] = s;
+      ++start[(size_t)(s + 1)];  // branch-free: [0] counts the points outside, reset below
     }
-    const int s = col_of(a) * ny + row_of(b);
-    t.cell_of[j] = s;
-    ++t.start[(size_t)s + 1];
   }
+  t.start[0] = 0;  // it counted the points outside
   uint32_t most = 0;  // the fullest cell
   for (size_t s = 1; s < t.start.size(); ++s) most = std::max(most, t.start[s]), t.start[s] += t.start[s - 1];
   const size_t n_in = t.start.back();
   t.sid.resize(n_in);
   t.fill.assign(t.start.begin(), t.start.end() - 1);
-  for (size_t j = 0; j < n_crop; ++j) {
-    if (t.cell_of[j] < 0) continue;
-    const uint32_t at = t.fill[(size_t)t.cell_of[j]]++;
-    t.sx[at] = t.ga[j], t.sy[at] = t.gb[j], t.sid[at] = crop[j];
+  {
+    const uint32_t* const ids = crop.data();
+    const float *const ga = t.ga.data(), *const gb = t.gb.data();
+    const int32_t* const cell_of = t.cell_of.data();
+    uint32_t* const fill = t.fill.data();
+    float *const sx = t.sx.data(), *const sy = t.sy.data();
+    uint32_t* const sid = t.sid.data();
+    for (size_t j = 0; j < n_crop; ++j) {
+      const int32_t s = cell_of[j];
+      if (s < 0) continue;
+      const uint32_t at = fill[s]++;
+      sx[at] = ga[j], sy[at] = gb[j], sid[at] = ids[j];
+    }
   }
 
   const size_t K = (size_t)k;
@@ -300,7 +342,7 @@ Groups group_points(const PointCloud& cloud, const std::vector<uint32_t>& crop, 
     size_t n = 0;
     float rank_bar = std::numeric_limits<float>::infinity();
     auto cut = [&] {
-      std::nth_element(cand, cand + (K - 1), cand + n);
+      select_k(cand, n, K);
       n = K;
       rank_bar = key_dist2(cand[K - 1]);
     };
