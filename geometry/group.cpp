@@ -86,17 +86,10 @@ Groups make_groups(int64_t L, int k) {
   return g;
 }
 
-constexpr size_t kWriteAhead = 8;
-
 // Group l from its selected keys (nearest first): the offsets and intensity, then the padding.
 void write_group(const Columns& c, const float* q, const uint64_t* keys, size_t n, int k, float* rows, float* count) {
   *count = (float)n;
   for (size_t j = 0; j < n; ++j) {
-    if (j + kWriteAhead < n) {  // scattered reads, as the grid's first pass
-      const uint32_t ahead = (uint32_t)keys[j + kWriteAhead];
-      __builtin_prefetch(c.x + ahead), __builtin_prefetch(c.y + ahead), __builtin_prefetch(c.z + ahead);
-      if (c.intensity) __builtin_prefetch(c.intensity + ahead);
-    }
     const uint32_t id = (uint32_t)keys[j];
     float* r = rows + j * 4;
     r[0] = c.x[id] - q[0], r[1] = c.y[id] - q[1], r[2] = c.z[id] - q[2];
@@ -404,6 +397,11 @@ Groups group_points(const PointCloud& cloud, const std::vector<uint32_t>& crop, 
       }
     } else {
       if (n > K) cut();
+      for (size_t j = 0; j < n; ++j) {  // the rows' reads (scattered) start while the keys sort
+        const uint32_t id = (uint32_t)cand[j];
+        __builtin_prefetch(c.x + id), __builtin_prefetch(c.y + id), __builtin_prefetch(c.z + id);
+        if (c.intensity) __builtin_prefetch(c.intensity + id);
+      }
       std::sort(cand, cand + n);
     }
     write_group(c, q, cand, n, k, &g.local.data[(size_t)l * K * 4], &g.count.data[(size_t)l]);
