@@ -27,27 +27,12 @@ import sys
 
 import numpy as np
 
+from numpy_preprocess import read_pcd  # bench/, beside this script
+
 SPACING = 0.32       # m between the true points looked at
 ALONG = 0.25         # m, half the window along the line
 ACROSS = 0.35        # m, half the window across it
 CELL = 0.5           # m, the bucketing grid
-
-
-def read_pcd(path):
-    with open(path, "rb") as f:
-        header = {}
-        while True:
-            line = f.readline().decode("ascii").strip()
-            key, _, value = line.partition(" ")
-            header[key] = value
-            if key == "DATA":
-                break
-        if header["DATA"] != "binary" or header["FIELDS"].split() != ["x", "y", "z", "intensity"] \
-                or header["TYPE"].split() != ["F"] * 4 or header["SIZE"].split() != ["4"] * 4:
-            raise SystemExit(f"{path}: expects binary float x y z intensity")
-        n = int(header["POINTS"])
-        pts = np.frombuffer(f.read(n * 16), dtype="<f4").reshape(n, 4).astype(np.float64)
-    return pts
 
 
 def resample(poly, spacing):
@@ -138,7 +123,7 @@ def main():
     missing = {"lane_marking": 0, "curb": 0}
     scenes = sorted(f[:-5] for f in os.listdir(root) if f.endswith(".json"))
     for name in scenes:
-        pts = read_pcd(os.path.join(root, name + ".pcd"))
+        pts = read_pcd(os.path.join(root, name + ".pcd")).astype(np.float64)
         pts = pts[np.isfinite(pts[:, :3]).all(axis=1)]
         b = Buckets(pts)
         with open(os.path.join(root, name + ".json")) as f:
