@@ -434,6 +434,9 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
     }
   }
   const ProjectionSpec& spec = options.projection;
+  if (spec.kind == "local_cartesian")
+    fail(path, "projection local_cartesian (a 3-D frame) is read for Lanelet2 maps only; a GeoJSON map takes utm, mgrs, "
+               "transverse_mercator, local_cartesian_utm, crs or local");
   const bool as_is = spec.kind == "local" || (spec.kind == "auto" && projected_file);
   auto vertex_pointer = [&](size_t v) {
     for (const auto& l : r.lines)

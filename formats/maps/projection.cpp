@@ -2,7 +2,9 @@
 
 #include <proj.h>
 
+#include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -39,6 +41,7 @@ struct Projection::Impl {
   PJ_CONTEXT* ctx = nullptr;
   PJ* pj = nullptr;
   bool lonlat_input = false;  // crs-to-crs objects normalized for visualization take (lon, lat)
+  bool three_d = false;       // local_cartesian: z from (lat, lon, h), not h
   std::string description;
   std::mutex mu;
   ~Impl() {
@@ -47,12 +50,17 @@ struct Projection::Impl {
   }
 };
 
+const std::vector<std::string>& projection_kinds() {
+  static const std::vector<std::string> k = {"auto", "utm", "mgrs", "transverse_mercator", "local_cartesian_utm",
+                                             "local_cartesian", "crs", "local"};
+  return k;
+}
+
 void check_projection_spec(const ProjectionSpec& s, const std::string& where) {
-  static const char* kKinds[] = {"auto", "utm", "mgrs", "transverse_mercator", "crs", "local"};
   bool known = false;
-  for (const char* k : kKinds) known |= s.kind == k;
-  if (!known)
-    fail(where, "unknown projection \"" + s.kind + "\" (one of auto, utm, mgrs, transverse_mercator, crs, local)");
+  std::string all;
+  for (const auto& k : projection_kinds()) known |= s.kind == k, all += (all.empty() ? "" : ", ") + k;
+  if (!known) fail(where, "unknown projection \"" + s.kind + "\" (one of " + all + ")");
   if (s.utm_zone < 0 || s.utm_zone > 60) fail(where, "utm_zone " + std::to_string(s.utm_zone) + " is not in 1..60");
   if (!s.hemisphere.empty() && s.hemisphere != "north" && s.hemisphere != "south")
     fail(where, "hemisphere \"" + s.hemisphere + "\" is neither north nor south");
@@ -60,9 +68,17 @@ void check_projection_spec(const ProjectionSpec& s, const std::string& where) {
   if (s.has_origin() && (std::fabs(s.origin_lat) > 90 || std::fabs(s.origin_lon) > 180))
     fail(where, "origin " + fmt(s.origin_lat, 6) + ", " + fmt(s.origin_lon, 6) + " is not a latitude, longitude");
   if (!std::isnan(s.origin_lat) && !s.has_origin()) fail(where, "the origin is not finite");
-  if (s.kind == "transverse_mercator") {
-    if (!s.has_origin()) fail(where, "projection transverse_mercator needs origin_lat and origin_lon (its central meridian and y = 0)");
-    if (!(s.scale_factor > 0.5 && s.scale_factor < 2)) fail(where, "scale_factor " + fmt(s.scale_factor, 6) + " is not near 1");
+  if (s.kind == "transverse_mercator" || s.kind == "local_cartesian_utm" || s.kind == "local_cartesian")
+    if (!s.has_origin())
+      fail(where, "projection " + s.kind + " needs origin_lat and origin_lon (" +
+                      (s.kind == "transverse_mercator" ? "its central meridian and y = 0"
+                                                       : "the point that is (0, 0" + std::string(s.kind == "local_cartesian" ? ", 0)" : ")")) +
+                      ")");
+  if (s.kind == "transverse_mercator" && !(s.scale_factor > 0.5 && s.scale_factor < 2))
+    fail(where, "scale_factor " + fmt(s.scale_factor, 6) + " is not near 1");
+  if (!s.mgrs_grid.empty()) {
+    if (s.kind != "mgrs") fail(where, "mgrs_grid \"" + s.mgrs_grid + "\" is given for projection " + s.kind + ", not mgrs");
+    parse_mgrs_square(s.mgrs_grid, where);
   }
   if (s.kind == "crs" && s.crs.empty()) fail(where, "projection crs needs a CRS (e.g. \"EPSG:25832\")");
 }
@@ -148,10 +164,11 @@ Projection Projection::make(const ProjectionSpec& spec, std::optional<std::array
   // database (proj.db), so these kinds work wherever libproj does.
   std::string def = "+proj=pipeline +step +proj=axisswap +order=2,1 +step +proj=unitconvert +xy_in=deg +xy_out=rad ";
   std::string description;
-  auto of_def = [&](const std::string& d, const std::string& name) {
+  auto of_def = [&](const std::string& d, const std::string& name, bool three_d = false) {
     return cached(d + "|" + name, where, [&] {
       auto impl = new_impl(where);
       impl->description = name;
+      impl->three_d = three_d;
       impl->pj = proj_create(impl->ctx, d.c_str());
       if (!impl->pj) throw Error("PROJ: " + proj_error(impl->ctx) + " (" + d + ")");
       Projection p;
@@ -159,7 +176,16 @@ Projection Projection::make(const ProjectionSpec& spec, std::optional<std::array
       return p;
     });
   };
-  if (spec.kind == "utm" || spec.kind == "mgrs") {
+  if (spec.kind == "mgrs" && !spec.mgrs_grid.empty()) {
+    // The square the map's map_projector_info.yaml names: one offset for the whole map.
+    const MgrsSquare sq = parse_mgrs_square(spec.mgrs_grid, where);
+    std::string grid = spec.mgrs_grid;
+    for (auto& c : grid) c = char(std::toupper((unsigned char)c));
+    def += "+step +proj=utm +zone=" + std::to_string(sq.zone) + (sq.south ? " +south" : "") + " +ellps=WGS84";
+    def += " +step +proj=affine +xoff=" + fmt(-sq.e0) + " +yoff=" + fmt(-sq.n0);
+    description = "MGRS square " + grid + " (UTM zone " + std::to_string(sq.zone) + (sq.south ? "S" : "N") + " (EPSG:" +
+                  std::to_string((sq.south ? 32700 : 32600) + sq.zone) + ") minus E " + fmt(sq.e0) + " N " + fmt(sq.n0) + ")";
+  } else if (spec.kind == "utm" || spec.kind == "mgrs") {
     int zone = spec.utm_zone;
     bool south = spec.hemisphere == "south";
     if (zone == 0 || spec.hemisphere.empty()) {
@@ -190,6 +216,32 @@ Projection Projection::make(const ProjectionSpec& spec, std::optional<std::array
       description = "MGRS square " + (sq.empty() ? std::string("?") : sq) + " (" + name + " minus E " + fmt(e0) +
                     " N " + fmt(n0) + ")";
     }
+  } else if (spec.kind == "local_cartesian_utm") {
+    // Lanelet2's UtmProjector(origin) as Autoware makes it: the origin's standard zone and
+    // hemisphere for every point (points beyond the zone transferred into it, as PROJ's fixed zone
+    // does), minus the origin's own UTM position (exact, not rounded).
+    int zone = 0;
+    try {
+      zone = utm_zone_of(spec.origin_lat, spec.origin_lon);
+    } catch (const Error& e) {
+      fail(where, std::string("the LocalCartesianUTM origin: ") + e.what());
+    }
+    const bool south = spec.origin_lat < 0;
+    const std::string name = "UTM zone " + std::to_string(zone) + (south ? "S" : "N") + " (EPSG:" +
+                             std::to_string((south ? 32700 : 32600) + zone) + ")";
+    def += "+step +proj=utm +zone=" + std::to_string(zone) + (south ? " +south" : "") + " +ellps=WGS84";
+    const auto o = of_def(def, name).forward(spec.origin_lat, spec.origin_lon);
+    def += " +step +proj=affine +xoff=" + fmt(-o[0], 9) + " +yoff=" + fmt(-o[1], 9);
+    description = "LocalCartesianUTM at " + fmt(spec.origin_lat, 8) + ", " + fmt(spec.origin_lon, 8) + " (" + name +
+                  " minus E " + fmt(o[0], 3) + " N " + fmt(o[1], 3) + ")";
+  } else if (spec.kind == "local_cartesian") {
+    // Geodetic (lat, lon, h) -> geocentric -> east/north/up at the origin (height 0): GeographicLib's
+    // LocalCartesian, which Lanelet2's LocalCartesianProjector (Autoware's LocalCartesian) calls.
+    def += "+step +proj=cart +ellps=WGS84 +step +proj=topocentric +ellps=WGS84 +lat_0=" + fmt(spec.origin_lat, 12) +
+           " +lon_0=" + fmt(spec.origin_lon, 12) + " +h_0=0";
+    description = "LocalCartesian at " + fmt(spec.origin_lat, 8) + ", " + fmt(spec.origin_lon, 8) +
+                  ", height 0 (east/north/up tangent plane, WGS84)";
+    return of_def(def, description, true);
   } else {  // transverse_mercator
     def += "+step +proj=tmerc +lat_0=" + fmt(spec.origin_lat, 12) + " +lon_0=" + fmt(spec.origin_lon, 12) +
            " +k_0=" + fmt(spec.scale_factor, 12) + " +x_0=0 +y_0=0 +ellps=WGS84";
@@ -252,6 +304,88 @@ std::array<double, 2> Projection::inverse(double x, double y) const {
   if (!std::isfinite(c.v[0]) || !std::isfinite(c.v[1]))
     throw Error("x " + fmt(x, 4) + ", y " + fmt(y, 4) + " of " + impl_->description + " has no latitude, longitude");
   return impl_->lonlat_input ? std::array<double, 2>{c.v[1], c.v[0]} : std::array<double, 2>{c.v[0], c.v[1]};
+}
+
+std::array<double, 3> Projection::forward3(double lat, double lon, double h) const {
+  if (!impl_) throw Error("no map projection (the coordinates are local)");
+  if (!impl_->three_d) {
+    const auto q = forward(lat, lon);
+    return {q[0], q[1], h};
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  proj_errno_reset(impl_->pj);
+  const PJ_COORD c = proj_trans(impl_->pj, PJ_FWD, proj_coord(lat, lon, h, 0));
+  if (!std::isfinite(c.xyz.x) || !std::isfinite(c.xyz.y) || !std::isfinite(c.xyz.z))
+    throw Error("latitude " + fmt(lat, 9) + ", longitude " + fmt(lon, 9) + ", height " + fmt(h, 3) +
+                " does not project to " + impl_->description);
+  return {c.xyz.x, c.xyz.y, c.xyz.z};
+}
+
+std::array<double, 3> Projection::inverse3(double x, double y, double z) const {
+  if (!impl_) throw Error("no map projection (the coordinates are local)");
+  if (!impl_->three_d) {
+    const auto q = inverse(x, y);
+    return {q[0], q[1], z};
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  proj_errno_reset(impl_->pj);
+  const PJ_COORD c = proj_trans(impl_->pj, PJ_INV, proj_coord(x, y, z, 0));
+  if (!std::isfinite(c.v[0]) || !std::isfinite(c.v[1]) || !std::isfinite(c.v[2]))
+    throw Error("x " + fmt(x, 4) + ", y " + fmt(y, 4) + ", z " + fmt(z, 4) + " of " + impl_->description +
+                " has no latitude, longitude");
+  return {c.v[0], c.v[1], c.v[2]};
+}
+
+bool Projection::three_d() const { return impl_ && impl_->three_d; }
+
+MgrsSquare parse_mgrs_square(const std::string& name, const std::string& where) {
+  static const char* kBands = "CDEFGHJKLMNPQRSTUVWX";
+  static const char* kCols[3] = {"STUVWXYZ", "ABCDEFGH", "JKLMNPQR"};
+  static const char* kRows = "ABCDEFGHJKLMNPQRSTUV";
+  auto bad = [&](const std::string& why) -> MgrsSquare {
+    fail(where, "mgrs_grid \"" + name + "\" is not an MGRS 100 km square (zone, latitude band, two letters: \"54SUE\"): " + why);
+  };
+  std::string g = name;
+  for (auto& c : g) c = char(std::toupper((unsigned char)c));
+  size_t i = 0;
+  while (i < g.size() && i < 2 && std::isdigit((unsigned char)g[i])) ++i;
+  if (i == 0) return bad("no zone number");
+  if (g.size() != i + 3) return bad("expected " + std::to_string(i + 3) + " characters, not " + std::to_string(g.size()));
+  MgrsSquare sq;
+  sq.zone = std::stoi(g.substr(0, i));
+  if (sq.zone < 1 || sq.zone > 60) return bad("zone " + std::to_string(sq.zone) + " is not in 1..60");
+  const char* band = std::strchr(kBands, g[i]);
+  if (!band || !g[i]) return bad(std::string("latitude band '") + g[i] + "' is not one of C..X (polar UPS bands are not supported)");
+  const char* col = std::strchr(kCols[sq.zone % 3], g[i + 1]);
+  if (!col || !g[i + 1]) return bad(std::string("column letter '") + g[i + 1] + "' is not one of zone " + std::to_string(sq.zone) + "'s (" + kCols[sq.zone % 3] + ")");
+  const char* row = std::strchr(kRows, g[i + 2]);
+  if (!row || !g[i + 2]) return bad(std::string("row letter '") + g[i + 2] + "' is not one of A..V");
+  const int b = int(band - kBands);
+  sq.south = b < 10;  // C..M
+  sq.e0 = double(int(col - kCols[sq.zone % 3]) + 1) * 1e5;
+  const int r = ((int(row - kRows) - (sq.zone % 2 == 0 ? 5 : 0)) % 20 + 20) % 20;
+  // The northing repeats every 2000 km: take the cycle whose square lies in the band's latitudes.
+  const double lat0 = -80 + 8.0 * b, lat1 = b == 19 ? 84 : lat0 + 8;
+  ProjectionSpec utm;
+  utm.kind = "utm";
+  utm.utm_zone = sq.zone;
+  utm.hemisphere = sq.south ? "south" : "north";
+  const Projection p = Projection::make(utm, std::nullopt, where);
+  for (int k = 0; k < 5; ++k) {
+    const double n = r * 1e5 + k * 2e6;
+    std::array<double, 2> lo, hi;
+    try {
+      lo = p.inverse(sq.e0 + 5e4, n);
+      hi = p.inverse(sq.e0 + 5e4, n + 1e5);
+    } catch (const Error&) {
+      continue;
+    }
+    if (hi[0] > lat0 && lo[0] < lat1) {
+      sq.n0 = n;
+      return sq;
+    }
+  }
+  return bad("no square with these letters lies in latitude band " + std::string(1, g[i]));
 }
 
 const std::string& Projection::describe() const {
