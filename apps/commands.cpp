@@ -2,7 +2,7 @@
 //   streamline gen-data ROOT [--kind map|sweep] [--seed N] [--train N] [--val N] [--format pcd|bin|nuscenes|ply|las]
 //                          [--offset E,N,Z] [--map lanelet2|geojson] [--utm-zone Z] [--tile-size M]
 //   streamline inspect FILE [--json] [--render OUT.png] [--lines LINES.json] [--meters M] [--size PX]
-//   streamline inspect MAP.osm|MAP.geojson [--json] [--projection KIND] [--map-origin LAT LON]
+//   streamline inspect MAP.osm|MAP.geojson [--json] [--projection KIND] [--map-origin LAT LON] [--projector-info YAML]
 //   streamline report RUN_DIR
 // Exit codes as main.cpp: 0 ok, 1 failure (the message names the file and the reason), 2 usage.
 #include "apps/commands.h"
@@ -15,6 +15,7 @@
 
 #include "data/gen.h"
 #include "data/render.h"
+#include "graph/atomic_file.h"
 #include "graph/error.h"
 #include "graph/memory.h"
 #include "kernels/gemm.h"
@@ -104,6 +105,12 @@ PointCloud read_cloud_for_render(const std::string& path, const OriginPolicy& or
   return parse_pcd(f.data(), f.size(), path, opt);
 }
 
+std::string kinds_text() {
+  std::string s;
+  for (const auto& k : projection_kinds()) s += (s.empty() ? "" : ", ") + k;
+  return s;
+}
+
 std::string num(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%g", v);
@@ -130,6 +137,7 @@ void print_evidence(const DatasetEvidence& e) {
 }
 
 int cmd_gen_data(const GenArgs& a) {
+  remove_stale_temp_files(a.root, true);  // a killed gen-data's, in every split's folder
   GenConfig cfg;
   cfg.kind = a.kind;
   cfg.seed = a.seed;
@@ -287,12 +295,18 @@ int cmd_report(const std::string& dir) {
   return kOk;
 }
 
+// Which world frame a map was read in, and why (on stderr: stdout is the command's result).
+void print_frame(const VectorMap& m) {
+  std::cerr << m.path << ": world frame " << m.frame << (m.frame_reason.empty() ? "" : " (" + m.frame_reason + ")") << "\n";
+}
+
 int cmd_map_error(const MapToolArgs& a) {
   const VectorMap truth = read_vector_map(a.truth, a.read_options());
   const VectorMap map = read_vector_map(a.map, a.read_options());
   std::optional<TileSet> region;
   if (!a.tiles.empty()) region = scan_tiles(a.tiles, a.tiles_format, "--tiles");
   const MapErrorResult r = map_error(truth, map, a.categories, region ? &*region : nullptr);
+  for (const VectorMap* m : {&truth, &map}) print_frame(*m);
   std::cout << "vertices of " << a.map << " to the lines of " << a.truth << " (" << truth.frame << ")"
             << (region ? ", inside the tiles of " + a.tiles : std::string()) << "\n"
             << to_text(r);
@@ -300,7 +314,9 @@ int cmd_map_error(const MapToolArgs& a) {
 }
 
 int cmd_perturb_map(const MapToolArgs& a) {
+  remove_stale_temp_files(fs::path(a.out).parent_path().string());  // a killed perturb-map's
   const VectorMap map = read_vector_map(a.map, a.read_options());
+  print_frame(map);
   const std::vector<Vec3d> d = perturb_map(map, a.perturb, a.seed, a.categories, a.piece_length);
   const MapWriteReport w = write_vector_map(a.out, map, d);
   std::cout << a.out << ": " << w.moved_vertices << " of " << map.vertices.size() << " vertices moved (seed " << a.seed
@@ -356,8 +372,12 @@ void add_commands(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   c.inspect->add_option("--size", c.i.size, "rendered image side in pixels")->check(CLI::Range(16, 16384));
   c.inspect->add_option("--projection", c.i.map_projection.kind,
-                        "maps (.osm, .geojson): the world frame: auto, utm, mgrs, transverse_mercator or local")
-      ->check(CLI::IsMember({"auto", "utm", "mgrs", "transverse_mercator", "local"}));
+                        "maps (.osm, .geojson): the world frame: " + kinds_text() +
+                            " (auto: the map's map_projector_info.yaml, else Autoware's default; see docs/data.md)")
+      ->check(CLI::IsMember(projection_kinds()));
+  c.inspect->add_option("--projector-info", c.i.map_projection.projector_info,
+                        "Lanelet2 maps: Autoware's map_projector_info.yaml to read the map with (default: the one beside the map, if any)")
+      ->check(CLI::ExistingFile);
   c.inspect->add_option("--map-origin", c.i.map_origin, "maps: LAT LON of the map origin (UTM zone, MGRS square, TM centre)")
       ->expected(2);
   c.inspect->add_option("--origin", c.i.origin,
@@ -368,8 +388,12 @@ void add_commands(CLI::App& app) {
   auto map_options = [&](CLI::App* sub) {
     sub->add_option("--categories", m.categories, "the categories (comma-separated; line_thin takes every line_thin:<subtype>; default: all)")
         ->delimiter(',');
-    sub->add_option("--projection", m.projection.kind, "the maps' world frame: auto, utm, mgrs, transverse_mercator or local")
-        ->check(CLI::IsMember({"auto", "utm", "mgrs", "transverse_mercator", "local"}));
+    sub->add_option("--projection", m.projection.kind,
+                    "the maps' world frame: " + kinds_text() + " (auto: each map's map_projector_info.yaml, else Autoware's default)")
+        ->check(CLI::IsMember(projection_kinds()));
+    sub->add_option("--projector-info", m.projection.projector_info,
+                    "Lanelet2 maps: Autoware's map_projector_info.yaml to read them with (default: the one beside each map, if any)")
+        ->check(CLI::ExistingFile);
     sub->add_option("--map-origin", m.map_origin, "LAT LON of the map origin (UTM zone, MGRS square, TM centre)")->expected(2);
   };
   c.map_error = app.add_subcommand("map-error",

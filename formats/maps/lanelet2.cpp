@@ -13,6 +13,7 @@
 #include "graph/atomic_file.h"
 #include "graph/error.h"
 #include "formats/maps/map_numbers.h"
+#include "formats/maps/projector_info.h"
 
 namespace sl {
 
@@ -84,7 +85,7 @@ struct Parser {
   int64_t cur_id = 0;
   std::vector<RawNode> nodes;
   std::vector<RawWay> ways;
-  int64_t relations = 0, deleted = 0, other_elements = 0;
+  int64_t relations = 0, deleted = 0, other_elements = 0, empty_latlon = 0;
   std::string error;
   std::vector<Attr> attrs;
 
@@ -159,6 +160,8 @@ struct Parser {
         const Attr* lat = attr("lat");
         const Attr* lon = attr("lon");
         if (bool(lat) != bool(lon)) return stop(element() + ": has " + (lat ? "lat" : "lon") + " but no " + (lat ? "lon" : "lat"));
+        // Vector Map Builder writes lat="" lon="" on maps without a world frame: no lat/lon.
+        if (lat && lat->value.empty() && lon->value.empty()) lat = lon = nullptr, ++empty_latlon;
         if (lat) {
           const char* lat_v = find(atts, "lat");
           const char* lon_v = find(atts, "lon");
@@ -336,30 +339,62 @@ VectorMap parse_lanelet2(const std::string& text, const std::string& path, const
   if (short_typed) map.counts["typed ways with < 2 nodes"] = short_typed;
   if (p.deleted) map.counts["deleted elements (action=delete)"] = p.deleted;
 
-  // The world frame (see the header).
-  const ProjectionSpec& spec = options.projection;
-  bool all_local = true, any_latlon = false;
+  if (p.empty_latlon) map.counts["nodes with empty lat/lon (Vector Map Builder)"] = p.empty_latlon;
+
+  // The world frame (see the header): --projection, else the projector info, else Autoware's rule.
+  ProjectionSpec spec = options.projection;
+  if (spec.kind == "auto") {
+    if (const auto yaml = projector_info_path(path, spec.projector_info)) {
+      const ProjectorInfo info = read_projector_info(*yaml);
+      spec = projection_spec_of(info);
+      map.frame_reason = describe(info);
+    }
+  } else {
+    map.frame_reason = "--projection " + spec.kind + (spec.projector_info.empty() ? "" : " (overrides " + spec.projector_info + ")");
+  }
+  bool all_local = true, any_local = false, any_latlon = false, all_zero = true;
   double lat0 = 90, lat1 = -90, lon0 = 180, lon1 = -180;
   for (size_t n : line_nodes) {
     const VertexSource& s = p.nodes[n].src;
     all_local &= s.has_local;
+    any_local |= s.has_local;
     if (s.has_latlon) {
       any_latlon = true;
       lat0 = std::min(lat0, s.lat), lat1 = std::max(lat1, s.lat);
       lon0 = std::min(lon0, s.lon), lon1 = std::max(lon1, s.lon);
     }
   }
+  for (const RawNode& n : p.nodes) all_zero &= !n.src.has_latlon || (n.src.lat == 0 && n.src.lon == 0);
+  if (spec.kind == "auto") {
+    // Autoware's map_projection_loader without a map_projector_info.yaml (load_info_from_lanelet2_map):
+    // Local when every node's lat/lon is 0 (an empty or missing one reads as 0 there), else MGRS.
+    if (all_zero) {
+      spec.kind = "local";
+      map.frame_reason = "no map_projector_info.yaml and every node's lat/lon is 0 or empty: Autoware's Local projector";
+    } else if (any_local) {
+      spec.kind = "mgrs";
+      map.frame_reason = "no map_projector_info.yaml: Autoware's default, MGRS, in the square of the map's centre";
+    } else {
+      // A lat/lon-only map (JOSM, gen-data): Autoware would assume MGRS too, whose coordinates repeat
+      // every 100 km; such maps go with clouds in full UTM (mapping LAS), so UTM is kept here.
+      spec.kind = "utm";
+      map.frame_reason = "no map_projector_info.yaml and no local_x/local_y tags: UTM zone of the map's centre "
+                         "(Autoware would assume MGRS: give --projection mgrs or a map_projector_info.yaml for an "
+                         "Autoware point-cloud map)";
+    }
+  }
   std::optional<std::array<double, 2>> centre;
   if (any_latlon) centre = std::array<double, 2>{0.5 * (lat0 + lat1), 0.5 * (lon0 + lon1)};
-  const bool local_frame = spec.kind == "local" || (spec.kind == "auto" && all_local);
+  const bool local_frame = spec.kind == "local";
   auto node_where = [&](size_t n) { return path + ":" + std::to_string(p.nodes[n].line); };
   if (local_frame) {
     for (size_t n : line_nodes)
       if (!p.nodes[n].src.has_local)
         fail(node_where(n), "node " + std::to_string(p.nodes[n].id) + " (on " + map.label(first_line_of[n]) +
-                                ") has no local_x/local_y tags, which projection \"local\" needs");
+                                ") has no local_x/local_y tags, which the local frame needs (" +
+                                (map.frame_reason.empty() ? std::string("projection \"local\"") : map.frame_reason) + ")");
     map.frame = "local_x/local_y tags";
-    if (any_latlon) {  // only to move lat/lon along with local_x/local_y on write-back
+    if (any_latlon && !all_zero) {  // only to move lat/lon along with local_x/local_y on write-back
       ProjectionSpec utm;
       utm.kind = "utm";
       utm.origin_lat = spec.origin_lat, utm.origin_lon = spec.origin_lon;
@@ -370,15 +405,14 @@ VectorMap parse_lanelet2(const std::string& text, const std::string& path, const
       }
     }
   } else {
-    if (!spec.has_origin() && !centre)
+    if (!spec.has_origin() && !centre && spec.mgrs_grid.empty())
       fail(path, "no node of a line has lat/lon, and no origin is given: nothing to choose the projection from "
                  "(projection \"local\" uses local_x/local_y)");
-    ProjectionSpec s = spec;
-    if (s.kind == "auto") s.kind = "utm";
-    map.projection = Projection::make(s, centre, path);
+    map.projection = Projection::make(spec, centre, path);
     map.geodetic = map.projection;
     map.frame = map.projection.describe();
   }
+  const std::string reason = map.frame_reason.empty() ? std::string() : " (" + map.frame_reason + ")";
 
   map.vertices.resize(line_nodes.size());
   map.vertex_source.resize(line_nodes.size());
@@ -386,31 +420,30 @@ VectorMap parse_lanelet2(const std::string& text, const std::string& path, const
     const RawNode& rn = p.nodes[line_nodes[v]];
     VertexSource s = rn.src;
     Vec3d w{0, 0, s.has_ele ? s.ele : 0.0};
-    if (s.has_local) {
-      w[0] = s.local_x, w[1] = s.local_y;
-      s.world_from_local = true;
-      if (!local_frame && s.has_latlon) {
-        std::array<double, 2> q;
-        try {
-          q = map.projection.forward(s.lat, s.lon);
-        } catch (const Error& e) {
-          fail(node_where(line_nodes[v]), "node " + std::to_string(rn.id) + ": " + e.what());
-        }
-        const double d = std::hypot(q[0] - s.local_x, q[1] - s.local_y);
-        if (!(d <= kLocalAgreement))
-          fail(node_where(line_nodes[v]),
-               "node " + std::to_string(rn.id) + ": local_x/local_y differ by " + format_fixed(d, 3) +
-                   " m from its lat/lon in " + map.frame +
-                   ": the map's local coordinates are in another frame; use the projection they were made with "
-                   "(mgrs for Autoware maps, transverse_mercator with the map origin, or local)");
-      }
-    } else {
+    std::optional<std::array<double, 3>> q;  // lat/lon (and the height) in the projection
+    if (!local_frame && s.has_latlon) {
       try {
-        const auto q = map.projection.forward(s.lat, s.lon);
-        w[0] = q[0], w[1] = q[1];
+        q = map.projection.forward3(s.lat, s.lon, w[2]);
       } catch (const Error& e) {
         fail(node_where(line_nodes[v]), "node " + std::to_string(rn.id) + ": " + e.what());
       }
+    }
+    if (s.has_local) {
+      w[0] = s.local_x, w[1] = s.local_y;
+      s.world_from_local = true;
+      if (q) {
+        const double d = std::hypot((*q)[0] - s.local_x, (*q)[1] - s.local_y);
+        if (!(d <= kLocalAgreement))
+          fail(node_where(line_nodes[v]),
+               "node " + std::to_string(rn.id) + ": local_x/local_y differ by " + format_fixed(d, 3) +
+                   " m from its lat/lon in " + map.frame + reason +
+                   ": the map's local coordinates are in another frame; use the projection they were made with "
+                   "(the map folder's map_projector_info.yaml, named with --projector-info if it is elsewhere; "
+                   "mgrs for Autoware maps, transverse_mercator with the map origin, or local)");
+        if (map.projection.three_d()) w[2] = (*q)[2];  // LocalCartesian's up, as Autoware's projector gives it
+      }
+    } else {
+      w[0] = (*q)[0], w[1] = (*q)[1], w[2] = (*q)[2];
     }
     map.vertices[v] = {rn.id, w};
     map.vertex_source[v] = s;
@@ -445,22 +478,27 @@ std::string render_lanelet2(const VectorMap& map, const std::vector<Vec3d>& d, c
       patches.push_back({s.local_x_at, format_fixed(s.local_x + m[0], std::max(4, s.decimals[0]))});
       patches.push_back({s.local_y_at, format_fixed(s.local_y + m[1], std::max(4, s.decimals[1]))});
     }
-    if (s.has_ele && m[2] != 0) patches.push_back({s.ele_at, format_fixed(s.ele + m[2], std::max(4, s.decimals[2]))});
-    if (s.has_latlon && (m[0] != 0 || m[1] != 0)) {
-      std::optional<std::array<double, 2>> ll;
+    // LocalCartesian: lat, lon and the height all follow from the moved (x, y, z).
+    const bool three_d = map.geodetic.three_d();
+    std::optional<double> height;
+    if (s.has_latlon && (m[0] != 0 || m[1] != 0 || (three_d && m[2] != 0))) {
+      std::optional<std::array<double, 3>> llh;
       if (!s.world_from_local) {
-        ll = map.projection.inverse(w[0] + m[0], w[1] + m[1]);
+        llh = map.projection.inverse3(w[0] + m[0], w[1] + m[1], w[2] + m[2]);
       } else if (map.geodetic.valid()) {
         // The node's lat/lon moved by the same metres, in a projection around it (the local frame
         // may be any translation of it).
-        const auto q = map.geodetic.forward(s.lat, s.lon);
-        ll = map.geodetic.inverse(q[0] + m[0], q[1] + m[1]);
+        const auto q = map.geodetic.forward3(s.lat, s.lon, s.has_ele ? s.ele : 0.0);
+        llh = map.geodetic.inverse3(q[0] + m[0], q[1] + m[1], q[2] + m[2]);
       }
-      if (ll) {
-        patches.push_back({s.lat_at, format_degrees((*ll)[0])});
-        patches.push_back({s.lon_at, format_degrees((*ll)[1])});
+      if (llh) {
+        patches.push_back({s.lat_at, format_degrees((*llh)[0])});
+        patches.push_back({s.lon_at, format_degrees((*llh)[1])});
+        if (three_d) height = (*llh)[2];
       }
     }
+    if (s.has_ele && m[2] != 0)
+      patches.push_back({s.ele_at, format_fixed(height ? *height : s.ele + m[2], std::max(4, s.decimals[2]))});
     if (options.mark_modified && s.action_at.empty()) {
       const std::string q(1, s.quote);
       patches.push_back({{s.attrs_end, s.attrs_end}, " action=" + q + "modify" + q});

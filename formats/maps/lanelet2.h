@@ -5,22 +5,32 @@
 // (JOSM's deleted elements) are not part of the map, as Lanelet2's reader skips them. Negative ids
 // (JOSM's new elements) are ids like any other.
 // Node positions: x/y from Autoware's `local_x`/`local_y` tags when the node has both, else lat/lon
-// projected (projection.h); z from the `ele` tag, else 0.
-// The world frame by ProjectionSpec::kind:
-//   auto   every line node has local_x/local_y: those (lat/lon are not needed and may be dummies);
-//          otherwise utm (zone of the origin, else of the centre of the line nodes' lat/lon box);
-//   local  local_x/local_y, required on every line node;
-//   utm / mgrs / transverse_mercator / crs: that projection for lat/lon nodes, local_x/local_y where
-//          present.
-// Where one map mixes local_x/local_y nodes and projected ones (auto with some nodes lacking the tags,
-// or an explicit projection), the nodes that have both must agree: local_x/local_y within 5 cm of
-// their projected lat/lon, else an error that names the node and the distance (the map's local
-// coordinates are in another frame: use the projection they were made with, e.g. mgrs for Autoware
-// maps, so that a node JOSM added with lat/lon only lands where it was drawn).
+// projected (projection.h); z from the `ele` tag, else 0 (local_cartesian: the frame's up, from lat,
+// lon and `ele`, as Autoware's LocalCartesian projector gives it; `ele` where a node has no lat/lon).
+// Vector Map Builder's maps: nodes with empty lat/lon (`lat="" lon=""`) or none, the position in
+// the local tags only, after a <MetaInfo .../> element (kept as it is, like any other element).
+// The world frame, in this order:
+//   1. MapReadOptions::projection.kind other than auto (--projection): that one, whatever else is there;
+//   2. an Autoware map_projector_info.yaml: MapReadOptions::projector_info, else the one beside the
+//      map (projector_info.h): Local -> local; MGRS, LocalCartesianUTM, LocalCartesian,
+//      TransverseMercator -> that projection for lat/lon, the local tags where present (in that frame);
+//   3. none (Autoware's map_projection_loader without the YAML): every node's lat/lon 0, empty or
+//      absent -> local; else MGRS in the square of the map's centre when the map has local_x/local_y
+//      tags (they are in that frame); a map of lat/lon only (JOSM, gen-data) -> UTM of its centre,
+//      where Autoware would assume MGRS: such maps go with clouds in full UTM. VectorMap::frame_reason
+//      says which rule chose the frame.
+// local: local_x/local_y, required on every line node. A projection: lat/lon nodes projected,
+// local_x/local_y where present.
+// Where a node has both local tags and lat/lon in a projection (Autoware itself ignores the tags then
+// and projects lat/lon), they must agree: local_x/local_y within 5 cm of the projected lat/lon, else an
+// error that names the node, the distance, the frame and why it was chosen (the local coordinates are
+// in another frame: give the projection they were made with -- the folder's map_projector_info.yaml --
+// so that a node JOSM added with lat/lon only lands where it was drawn).
 //
 // Write-back (render_vector_map): the original bytes with, for each moved node, its lat/lon
-// attributes (11 decimals, trailing zeros trimmed, as Lanelet2's writer), its local_x/local_y/ele tag
-// values (at least 4 decimals, more when the original had more) replaced, and action="modify" added.
+// attributes (11 decimals, trailing zeros trimmed, as Lanelet2's writer; empty ones stay empty), its
+// local_x/local_y/ele tag values (at least 4 decimals, more when the original had more) replaced, and
+// action="modify" added. local_cartesian: a z move writes the height the moved point has.
 // A node without `ele` keeps no height, so its z move is not written (counted as dropped_z).
 // Errors (sl::Error): "<file>:<line>:<column>: <element> <id>: <reason>" for malformed XML (expat's
 // message), a DOCTYPE (OSM files have none; refused so that entities cannot rewrite values), a

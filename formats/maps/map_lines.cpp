@@ -12,6 +12,7 @@
 #include "graph/spec.h"
 #include "geometry/line_offsets.h"
 #include "formats/clouds/origin.h"
+#include "formats/maps/projector_info.h"
 
 namespace sl {
 
@@ -51,7 +52,13 @@ std::string map_key(const std::string& path, const MapReadOptions& o) {
   const auto time = fs::last_write_time(path, ec);
   key += '\n' + (ec ? std::string("?") : std::to_string(time.time_since_epoch().count()));
   const ProjectionSpec& p = o.projection;
-  key += '\n' + p.kind + '\n' + std::to_string(p.utm_zone) + '\n' + p.hemisphere + '\n' + exact_number(p.origin_lat) +
+  // The projector info the map is read with, and its version (a rewritten file is read again).
+  const auto yaml = o.projection.kind == "auto" ? projector_info_path(path, p.projector_info) : std::nullopt;
+  if (yaml) {
+    key += '\n' + *yaml + '\n' + std::to_string(fs::file_size(*yaml, ec)) + '\n' +
+           std::to_string(fs::last_write_time(*yaml, ec).time_since_epoch().count());
+  }
+  key += '\n' + p.kind + '\n' + p.mgrs_grid + '\n' + std::to_string(p.utm_zone) + '\n' + p.hemisphere + '\n' + exact_number(p.origin_lat) +
          '\n' + exact_number(p.origin_lon) + '\n' + exact_number(p.scale_factor) + '\n' + p.crs + '\n' +
          o.category_property + '\n' + o.subtype_property;
   return key;
@@ -199,17 +206,25 @@ ParamSpec projection_param() {
   return p_object(
       "projection",
       {p_string("kind", "auto",
-                "the map's world frame: auto (Lanelet2: local_x/local_y when every line node has them; GeoJSON: a "
-                "projected crs member's own coordinates; else utm), utm, mgrs (Autoware's local_x/local_y frame), "
-                "transverse_mercator, crs, local (the file's own coordinates); it must be the clouds' frame",
-                {"auto", "utm", "mgrs", "transverse_mercator", "crs", "local"}),
+                "the map's world frame: auto (Lanelet2: projector_info, else the map_projector_info.yaml beside "
+                "the map, else Autoware's rule: local when every lat/lon is 0 or empty, MGRS when the map has "
+                "local_x/local_y tags, UTM for lat/lon only; GeoJSON: a projected crs member's own coordinates, "
+                "else utm), utm, mgrs (Autoware's local_x/local_y frame), transverse_mercator, "
+                "local_cartesian_utm, local_cartesian, crs, local (the file's own coordinates); it must be the "
+                "clouds' frame",
+                projection_kinds()),
        p_int("utm_zone", 0, "utm/mgrs zone 1..60 (0: of the origin, else of the map's centre)", 0, 60),
        p_string("hemisphere", "auto", "utm/mgrs: north, south, or auto (of the same latitude)", {"auto", "north", "south"}),
+       p_string("mgrs_grid", "", "mgrs: the 100 km square, e.g. \"54SUE\" (\"\": of the origin, else of the map's centre)"),
        p_floats_or_choice("origin", {"none"}, 2,
-                          "[lat, lon] in degrees: the UTM zone / MGRS square / transverse Mercator centre (none: the map's centre)"),
+                          "[lat, lon] in degrees: the UTM zone / MGRS square / transverse Mercator centre / "
+                          "local_cartesian(_utm) origin (none: the map's centre)"),
        p_float("scale_factor", 0.9996, "transverse_mercator: the scale on the central meridian", 0),
-       p_string("crs", "", "kind crs: a projected CRS in metres, e.g. \"EPSG:25832\"")},
-      "how lat/lon become world x/y metres (formats/maps/projection.h)");
+       p_string("crs", "", "kind crs: a projected CRS in metres, e.g. \"EPSG:25832\""),
+       p_string("projector_info", "",
+                "kind auto, Lanelet2: an Autoware map_projector_info.yaml (\"\": the one beside the map, if any); "
+                "a relative path is taken from the working directory")},
+      "how lat/lon become world x/y metres (formats/maps/projection.h, projector_info.h)");
 }
 
 ProjectionSpec projection_of(const Params& params, const std::string& key) {
@@ -224,6 +239,8 @@ ProjectionSpec projection_of(const Params& params, const std::string& key) {
   }
   s.scale_factor = p.get_float("scale_factor");
   s.crs = p.get_string("crs");
+  s.mgrs_grid = p.get_string("mgrs_grid");
+  s.projector_info = p.get_string("projector_info");
   check_projection_spec(s, p.where());
   return s;
 }

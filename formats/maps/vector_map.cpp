@@ -151,6 +151,7 @@ MapSummary summarize(const VectorMap& map) {
   s.path = map.path;
   s.format = map.format == MapFormat::Lanelet2 ? "lanelet2" : "geojson";
   s.frame = map.frame;
+  s.frame_reason = map.frame_reason;
   s.counts = map.counts;
   s.lines = int64_t(map.lines.size());
   std::vector<int> uses(map.vertices.size(), 0);
@@ -178,6 +179,7 @@ MapSummary summarize(const VectorMap& map) {
 std::string to_text(const MapSummary& s) {
   std::string o = s.path + ": " + (s.format == "lanelet2" ? "Lanelet2 map (OSM XML)" : "GeoJSON") + "\n";
   o += "  world frame: " + s.frame + "\n";
+  if (!s.frame_reason.empty()) o += "  chosen by: " + s.frame_reason + "\n";
   o += "  lines: " + std::to_string(s.lines) + ", vertices: " + std::to_string(s.vertices) + " (" +
        std::to_string(s.shared_vertices) + " shared by two or more lines)\n";
   if (s.lines > 0)
@@ -218,7 +220,7 @@ std::string json_string(const std::string& s) {
 
 std::string to_json(const MapSummary& s) {
   std::string o = "{\"path\": " + json_string(s.path) + ", \"format\": " + json_string(s.format) +
-                  ", \"frame\": " + json_string(s.frame) + ", \"lines\": " + std::to_string(s.lines) +
+                  ", \"frame\": " + json_string(s.frame) + ", \"frame_reason\": " + json_string(s.frame_reason) + ", \"lines\": " + std::to_string(s.lines) +
                   ", \"vertices\": " + std::to_string(s.vertices) + ", \"shared_vertices\": " + std::to_string(s.shared_vertices);
   o += ", \"min\": [" + format_shortest(s.min[0]) + ", " + format_shortest(s.min[1]) + ", " + format_shortest(s.min[2]) + "]";
   o += ", \"max\": [" + format_shortest(s.max[0]) + ", " + format_shortest(s.max[1]) + ", " + format_shortest(s.max[2]) + "]";

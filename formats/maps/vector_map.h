@@ -86,6 +86,8 @@ struct VectorMap {
   MapFormat format = MapFormat::Lanelet2;
   std::string path;
   std::string frame;      // the world frame in words: "UTM zone 32N (EPSG:32632)", "local_x/local_y tags", ...
+  // Why that frame: "--projection", the map_projector_info.yaml it came from, or the rule that chose it.
+  std::string frame_reason;
   Projection projection;  // world <-> lat/lon where the world frame is a projection (else invalid)
   // Moves lat/lon of nodes whose world position comes from local_x/local_y (write-back only).
   Projection geodetic;
@@ -117,6 +119,9 @@ struct VectorMap {
 };
 
 struct MapReadOptions {
+  // "auto": Lanelet2 maps take the frame from projection.projector_info, else from the
+  // map_projector_info.yaml beside the map, else by Autoware's rule (lanelet2.h); any other kind
+  // overrides the YAML.
   ProjectionSpec projection;
   // GeoJSON: the category is properties[category_property], plus ":" + properties[subtype_property]
   // when that one is present (Lanelet2's type:subtype, so a map converted from Lanelet2 to GeoJSON
@@ -189,7 +194,7 @@ struct MapCategoryStats {
   double length = 0;  // metres, 3D, in the world frame
 };
 struct MapSummary {
-  std::string path, format, frame;
+  std::string path, format, frame, frame_reason;
   int64_t lines = 0, vertices = 0, shared_vertices = 0;  // shared: used by >= 2 lines
   std::map<std::string, MapCategoryStats> categories;
   std::map<std::string, int64_t> counts;

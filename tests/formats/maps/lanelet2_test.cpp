@@ -39,7 +39,8 @@ const char* kHead = "<?xml version='1.0'?>\n<osm version='0.6'>\n";
 
 TEST(Lanelet2, AutowareTestMapReadsItsTwoLineThinSolidWaysFromLocalXY) {
   const VectorMap m = read_lanelet2(fixture("autoware_mgrs_test_map.osm"));
-  EXPECT_EQ(m.frame, "local_x/local_y tags");
+  // No map_projector_info.yaml beside it: Autoware's default, MGRS, in which its tags agree.
+  EXPECT_EQ(m.frame, "MGRS square 54SUE (UTM zone 54N (EPSG:32654) minus E 300000 N 3900000)");
   ASSERT_EQ(m.lines.size(), 2u);
   EXPECT_EQ(m.lines[0].id, 5);
   EXPECT_EQ(m.lines[1].id, 6);
@@ -378,9 +379,14 @@ TEST(Lanelet2, MixedLocalAndLatLonNodesUseTheLocalFrameWhenTheyAgree) {
   const auto q2 = frame.forward(49.0011, 8.421);
   EXPECT_EQ(m.vertices[1].world[0], q2[0]);
   EXPECT_NEAR(m.vertices[1].world[1] - m.vertices[0].world[1], 11.1, 0.1);
-  // auto: not every node has local tags, so UTM, in which node 1's local tags disagree: an error
-  const std::string e = error_of(text);
+  // auto without a map_projector_info.yaml: Autoware's default, MGRS, the same frame
+  const VectorMap a = parse_lanelet2(text, "mixed.osm");
+  EXPECT_EQ(a.frame, m.frame);
+  EXPECT_EQ(a.vertices[1].world, m.vertices[1].world);
+  // UTM: node 1's local tags disagree, an error that names the frame the tags are not in
+  const std::string e = error_of(text, with("utm"));
   EXPECT_NE(e.find("bad.osm:3: node 1: local_x/local_y differ by"), std::string::npos) << e;
+  EXPECT_NE(e.find("in UTM zone 32N (EPSG:32632) (--projection utm)"), std::string::npos) << e;
 }
 
 // --- errors ------------------------------------------------------------------------------------
