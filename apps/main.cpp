@@ -31,6 +31,7 @@
 #include "graph/atomic_file.h"
 #include "graph/engine.h"
 #include "graph/error.h"
+#include "graph/folder_lock.h"
 #include "graph/plugin.h"
 #include "graph/spec.h"
 #include "loader/loader.h"
@@ -127,9 +128,22 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
   // rewrites at each checkpoint and this function at the end.
   std::optional<RunFolder> folder = comm.rank() == 0 ? run_folder_of(spec) : std::nullopt;
   report::RunFacts facts;
+  std::shared_ptr<FolderLock> folder_lock;  // held until the run's last write (graph/folder_lock.h)
   if (folder) {
     std::string command = "streamline run " + path;
     for (const auto& s : sets) command += " --set " + s;
+    // One run at a time in a run folder; a killed run's lock is gone with it, so its resume
+    // starts. Then its temporary files (a write cut short by a kill) are swept, in subfolders too.
+    try {
+      folder_lock = FolderLock::acquire(folder->dir, command);
+    } catch (const Error& e) {
+      say_line(tag + "error: " + e.what());
+      return kExitRunFailure;
+    }
+    if (!folder_lock->note().empty()) say_line(tag + "warning: " + folder_lock->note());
+    remove_stale_temp_files(folder->dir, true);
+    const std::string metrics_dir = std::filesystem::path(folder->metrics).parent_path().string();
+    if (!metrics_dir.empty()) remove_stale_temp_files(metrics_dir);
     facts = start_facts(spec, dev, *folder, command);
     try {
       write_run_facts(*folder, facts);
@@ -240,6 +254,7 @@ std::string checkpoint_of(std::string checkpoint) {
 int cmd_infer(std::string checkpoint, const std::string& cloud_path, std::string lines_path, const std::string& out,
               const std::string& pipeline, const std::string& origin_text) {
   const OriginPolicy origin = parse_origin(origin_text, "--origin");
+  remove_stale_temp_files(std::filesystem::path(out).parent_path().string());  // a killed infer's, before anything
   checkpoint = checkpoint_of(checkpoint);
   const CloudFormat* format = format_of_path(cloud_path);
   if (!format) fail(cloud_path, "unknown cloud file type (expected one of " + cloud_extensions_text() + ")");
@@ -310,6 +325,7 @@ void print_map_report(const SharedMap& map, const MapRefineReport& rep) {
 int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::string& out, const std::string& pipeline) {
   Comm& comm = world_comm();
   check_out_format(out, a.map);
+  if (comm.rank() == 0) remove_stale_temp_files(std::filesystem::path(out).parent_path().string());  // a killed infer's
   checkpoint = checkpoint_of(checkpoint);
   const std::string pipeline_json = pipeline.empty() ? "" : read_file(pipeline);
   const std::shared_ptr<const SharedMap> map = load_map_shared(a.map, map_read_options(a));
@@ -347,6 +363,7 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
                   const std::string& out, const std::string& pipeline, const std::string& origin_text) {
   check_out_format(out, a.map);
   const OriginPolicy origin = parse_origin(origin_text, "--origin");
+  remove_stale_temp_files(std::filesystem::path(out).parent_path().string());  // a killed infer's, before anything
   checkpoint = checkpoint_of(checkpoint);
   const std::string pipeline_json = pipeline.empty() ? "" : read_file(pipeline);
   const std::shared_ptr<const SharedMap> map = load_map_shared(a.map, map_read_options(a));

@@ -8,6 +8,7 @@
 #include "dataset/epoch_order.h"
 #include "dataset/sample_cache.h"
 #include "geometry/rng.h"
+#include "graph/atomic_file.h"
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
@@ -41,6 +42,7 @@ class WriteSamples : public Stage {
     std::error_code ec;
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);
     if (ec) throw Error(path_ + ": cannot create the folder '" + parent.string() + "': " + ec.message());
+    remove_stale_temp_files(parent.string());  // a killed earlier run's cache, cut short
   }
   void process(Item in, const Position&, Emitter&, RunContext&) override {
     writer_.add(*std::get<std::shared_ptr<Sample>>(in));

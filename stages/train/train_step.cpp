@@ -13,6 +13,7 @@
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "graph/folder_lock.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
 #include "graph/trace.h"
@@ -112,6 +113,18 @@ class TrainStep : public Stage {
     // and every rank's data position (other machines need not see rank 0's files).
     RunStart s;
     s.ranks.resize((size_t)ctx.world());
+    // Rank 0 owns the run folder (graph/folder_lock.h): a second run on it stops here, before it
+    // reads a checkpoint the first may be writing. `streamline run` took the lock already.
+    if (rank0_) {
+      std::error_code ec;
+      fs::create_directories(ckpt_.dir(), ec);
+      if (ec) fail(where_ + "/checkpoint/dir", "cannot create '" + ckpt_.dir() + "': " + ec.message());
+      if (::access(ckpt_.dir().c_str(), W_OK) != 0)
+        fail(where_ + "/checkpoint/dir", "'" + ckpt_.dir() + "' is not writable");
+      folder_lock_ = FolderLock::acquire(ckpt_.dir(), "a training run (train_step '" + id + "', pid " +
+                                                          std::to_string(::getpid()) + ")");
+      remove_stale_temp_files(ckpt_.dir(), true);
+    }
     if (rank0_)
       s = read_run_start(init_, resume_, ckpt_.dir(), ctx.world(), ctx.seed, *core_->model(), *core_->adam(),
                          [&](const std::string& line) { log_.note(line); });
@@ -136,11 +149,6 @@ class TrainStep : public Stage {
       ctx.cancel->store(true);
     }
     if (!rank0_) return;  // rank 0 alone writes checkpoints, metrics, reports and evaluates
-    std::error_code ec;
-    fs::create_directories(ckpt_.dir(), ec);
-    if (ec) fail(where_ + "/checkpoint/dir", "cannot create '" + ckpt_.dir() + "': " + ec.message());
-    if (::access(ckpt_.dir().c_str(), W_OK) != 0)
-      fail(where_ + "/checkpoint/dir", "'" + ckpt_.dir() + "' is not writable");
     log_.open(metrics_path_, resume_.empty(), step_, ctx.start.index == 0 && ctx.start_skip_samples == 0);
     pipeline_ = recorded_pipeline(ctx.pipeline_json, id, where_);
     live_key_ = publish_live_model(core_->host_model());
@@ -395,6 +403,7 @@ class TrainStep : public Stage {
   Place window_;      // synced steps: where it stands after the window's last micro-batch
   int64_t local_samples_ = 0, t_last_batch_ = 0, compute_ns_ = 0, data_wait_ns_ = 0;
   std::string pipeline_, live_key_, resumed_from_;
+  std::shared_ptr<FolderLock> folder_lock_;  // rank 0: the run folder's, for the run's life
   LrSchedule schedule_ = LrSchedule::kConstant;
   double min_lr_ = 0;
 };

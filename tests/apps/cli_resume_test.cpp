@@ -143,6 +143,9 @@ enum class Moment {
   Eval,        // "evaluating on", then 0-20 ms: in the evaluation
   End,         // the final checkpoint of the uninterrupted run on disk, then 0-20 ms: in the final
                // evaluation or report, or in a rerun that has nothing left to train
+  Report,      // the creation of the k-th report.html's temporary file, then 0-2 ms: in its write
+  Facts,       // the creation of the k-th run.json's temporary file (the run's facts: at its start
+               // and end), then 0-1 ms: in its write
 };
 const char* moment_name(Moment m) {
   switch (m) {
@@ -150,6 +153,8 @@ const char* moment_name(Moment m) {
     case Moment::Checkpoint: return "checkpoint";
     case Moment::Eval: return "eval";
     case Moment::End: return "end";
+    case Moment::Report: return "report";
+    case Moment::Facts: return "facts";
   }
   return "?";
 }
@@ -169,11 +174,22 @@ size_t odd_steps_said(const std::string& text) {
   return n;
 }
 
+// Our temporary files ("<name>.tmp.sl<pid>") anywhere under `dir`.
+std::vector<std::string> temporary_files(const std::string& dir) {
+  std::vector<std::string> found;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp.sl") != std::string::npos) found.push_back(e.path().string());
+  return found;
+}
+
 // Tiny data (one training scene, 256 points a sample, batches of 8: five steps an epoch), a
 // checkpoint every second step (a step's own time is then seen too: a write takes longer than a
 // step of this size), an evaluation after every epoch, three epochs of which max_steps 13 cuts the
 // last (the end the issue was about; its checkpoint is the final one, not a periodic one): about a
-// second. Twelve lives are killed, each at a moment of its kind, then one runs to its end.
+// second. Sixteen lives are killed, each at a moment of its kind (in training, a checkpoint's,
+// the report's or the run facts' write, an evaluation, after the last checkpoint), then one runs
+// to its end: it ends on the uninterrupted run's checkpoint, and no temporary file of any life
+// is left in the folder, although the kills left some behind.
 TEST(CliResume, SigkillAtRandomMomentsThenResumeAutoEndsOnTheUninterruptedRunsCheckpoint) {
   test::TempDir dir;
   const std::string data = dir.path("ds"), run = dir.path("run"), straight = dir.path("straight");
@@ -213,20 +229,25 @@ TEST(CliResume, SigkillAtRandomMomentsThenResumeAutoEndsOnTheUninterruptedRunsCh
 
   std::mt19937 rng(35);  // the issue's number: the same kill schedule every time
   auto draw = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  const std::vector<Moment> plan = {Moment::Checkpoint, Moment::Step, Moment::Eval, Moment::Checkpoint,
-                                    Moment::Step,       Moment::Eval, Moment::Checkpoint, Moment::Step,
-                                    Moment::End,        Moment::Eval, Moment::End,        Moment::Step};
-  int killed = 0, in_write = 0, in_eval = 0, in_training = 0, after_last = 0;
+  const std::vector<Moment> plan = {Moment::Checkpoint, Moment::Step,   Moment::Eval,   Moment::Report,
+                                    Moment::Checkpoint, Moment::Facts,  Moment::Step,   Moment::Eval,
+                                    Moment::Report,     Moment::Checkpoint, Moment::Step, Moment::Facts,
+                                    Moment::End,        Moment::Eval,   Moment::End,    Moment::Step};
+  int killed = 0, in_write = 0, in_eval = 0, in_training = 0, after_last = 0, left_temp = 0, in_report_write = 0;
   std::string account;
   for (size_t life = 0; life < plan.size(); ++life) {
     const Moment m = plan[life];
     const int k = draw(1, 3);
-    const int delay_us = draw(0, m == Moment::Checkpoint ? 4000 : m == Moment::Step ? 8000 : 20000);
+    const int delay_us = draw(0, m == Moment::Checkpoint ? 4000
+                                 : m == Moment::Step     ? 8000
+                                 : m == Moment::Report   ? 2000
+                                 : m == Moment::Facts    ? 1000
+                                                         : 20000);
     const std::string err = dir.path("life" + std::to_string(life) + ".err");
     const pid_t pid = test::spawn_cli(args(run), dir.path("life.out"), err);
     ASSERT_GT(pid, 0);
     const std::string tmp_mark = ".tmp.sl" + std::to_string(pid);
-    int temps = 0, code = -1, signal = 0;
+    int temps = 0, reports = 0, facts_files = 0, code = -1, signal = 0;
     bool fired = false, exited = false, final_there = false;
     const auto deadline = Clock::now() + std::chrono::seconds(60);
     while (!fired && !exited && Clock::now() < deadline) {
@@ -237,7 +258,10 @@ TEST(CliResume, SigkillAtRandomMomentsThenResumeAutoEndsOnTheUninterruptedRunsCh
           for (char* p = buf; p < buf + n; p += sizeof(inotify_event) + reinterpret_cast<inotify_event*>(p)->len) {
             const auto* e = reinterpret_cast<inotify_event*>(p);
             const std::string name = e->len ? e->name : "";
-            if (name.rfind("step_", 0) == 0 && name.find(tmp_mark) != std::string::npos) ++temps;
+            if (name.find(tmp_mark) == std::string::npos) continue;
+            if (name.rfind("step_", 0) == 0) ++temps;
+            if (name.rfind("report.html", 0) == 0) ++reports;
+            if (name.rfind("run.json", 0) == 0) ++facts_files;
           }
       }
       switch (m) {
@@ -245,6 +269,8 @@ TEST(CliResume, SigkillAtRandomMomentsThenResumeAutoEndsOnTheUninterruptedRunsCh
         case Moment::Step: fired = odd_steps_said(said_so_far(err)) >= (size_t)k; break;
         case Moment::Eval: fired = said_so_far(err).find("evaluating on ") != std::string::npos; break;
         case Moment::End: fired = fs::exists(run + "/" + final_name); break;
+        case Moment::Report: fired = reports >= k; break;
+        case Moment::Facts: fired = facts_files >= k; break;
       }
       if (!fired) {
         int st = 0;
@@ -270,6 +296,16 @@ TEST(CliResume, SigkillAtRandomMomentsThenResumeAutoEndsOnTheUninterruptedRunsCh
     std::string where = "ended by itself";
     if (signal == SIGKILL) {
       ++killed;
+      const std::vector<std::string> temps_left = temporary_files(run);
+      const size_t any_temp = temps_left.size();
+      left_temp += any_temp > 0;
+      for (const auto& t : temps_left) {
+        const std::string name = fs::path(t).filename().string();
+        if (name.rfind("report.html", 0) == 0 || name.rfind("run.json", 0) == 0) {
+          ++in_report_write;
+          break;
+        }
+      }
       bool temp_left = false;
       for (const auto& e : fs::directory_iterator(run))
         temp_left = temp_left || (e.path().filename().string().rfind("step_", 0) == 0 &&
@@ -280,6 +316,7 @@ TEST(CliResume, SigkillAtRandomMomentsThenResumeAutoEndsOnTheUninterruptedRunsCh
       else if (temp_left) ++in_write, where = "in a checkpoint's write";
       else if (evaluating) ++in_eval, where = "in an evaluation";
       else ++in_training, where = "in training";
+      for (const auto& t : temps_left) where += " (left " + fs::path(t).filename().string() + ")";
     }
     const size_t resumed = said.find("resumed from ");
     std::string start = said.find("starting fresh") != std::string::npos ? " (started fresh)" : "";
@@ -296,6 +333,10 @@ TEST(CliResume, SigkillAtRandomMomentsThenResumeAutoEndsOnTheUninterruptedRunsCh
                "checkpoint) in %.1f s:\n%s",
                killed, in_training, in_write, in_eval, after_last, seconds, account.c_str());
   // Each kind of moment was hit (the temporary file left proves a write cut short).
+  EXPECT_GE(left_temp, 2) << "kills that left a temporary file behind: the test no longer cuts writes short\n" << account;
+  EXPECT_GE(in_report_write, 1) << "no kill cut the report's or the run facts' write short\n" << account;
+  EXPECT_TRUE(temporary_files(run).empty()) << "left in the run folder after the finished resume: "
+                                            << temporary_files(run)[0] << "\n" << account;
   EXPECT_GE(in_training, 1) << account;
   EXPECT_GE(in_write, 1) << account;
   EXPECT_GE(in_eval, 1) << account;
@@ -322,6 +363,53 @@ TEST(CliResume, SigkillAtRandomMomentsThenResumeAutoEndsOnTheUninterruptedRunsCh
     EXPECT_EQ(got.metrics.eval[i].step, want.metrics.eval[i].step);
     EXPECT_EQ(got.metrics.eval[i].err_after_m, want.metrics.eval[i].err_after_m) << "step " << want.metrics.eval[i].step;
   }
+}
+
+// Two runs given one folder (a second terminal, a job started twice): the second stops at once,
+// naming the first, before it reads, trains or writes anything; the first runs on undisturbed.
+TEST(CliResume, ASecondRunOnAFolderInUseStopsAtOnceNamingTheFirst) {
+  test::TempDir dir;
+  const std::string data = dir.path("ds"), run = dir.path("run");
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(data) + " --train 1 --val 1").code, 0);
+  auto args = [&](const std::string& epochs) {
+    std::vector<std::string> a = {"run", kTrainPipeline, "--threads", "1"};
+    const std::vector<std::string> sets = {"scan.root=" + data + "/train", "train.eval.root=" + data + "/val",
+                                           "train.checkpoint.dir=" + run, "epochs=" + epochs, "train.log.every_steps=1",
+                                           "train.log.progress=lines", "resample.points=256", "batch.size=8",
+                                           "train.resume=auto"};
+    for (const auto& s : sets) a.insert(a.end(), {"--set", s});
+    return a;
+  };
+  const pid_t first = test::spawn_cli(args("400"), dir.path("first.out"), dir.path("first.err"));
+  ASSERT_GT(first, 0);
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (said_so_far(dir.path("first.err")).find("  step ") == std::string::npos && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_NE(said_so_far(dir.path("first.err")).find("  step "), std::string::npos) << "the first run never trained";
+  const std::string facts = read_file(run + "/run.json");
+  const auto t0 = Clock::now();
+  const pid_t second = test::spawn_cli(args("3"), dir.path("second.out"), dir.path("second.err"));
+  const int code = test::wait_cli(second);
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  const std::string said = read_file(dir.path("second.err"));
+  EXPECT_EQ(code, 1) << said;
+  EXPECT_NE(said.find("error: " + run + ": in use by another run (pid " + std::to_string(first) + " on host "),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("streamline run " + kTrainPipeline), std::string::npos) << "the first run's command is named\n" << said;
+  EXPECT_EQ(said.find("  step "), std::string::npos) << "the second run trained\n" << said;
+  EXPECT_EQ(said.find("resumed from"), std::string::npos) << said;
+  EXPECT_LT(seconds, 10.0) << "stopped only after " << seconds << " s";
+  EXPECT_EQ(read_file(run + "/run.json"), facts) << "the second run wrote the first's run facts";
+  // The first is still training, and ends as asked (Ctrl-C: a checkpoint, exit 130).
+  int st = 0;
+  EXPECT_EQ(::waitpid(first, &st, WNOHANG), 0) << "the first run ended";
+  ::kill(first, SIGINT);
+  EXPECT_EQ(test::wait_cli(first), 130) << read_file(dir.path("first.err"));
+  EXPECT_FALSE(latest_checkpoint(run).empty());
+  // Free again: a resume starts.
+  const pid_t third = test::spawn_cli(args("1"), dir.path("third.out"), dir.path("third.err"));
+  EXPECT_EQ(test::wait_cli(third), 0) << read_file(dir.path("third.err"));
 }
 
 }  // namespace

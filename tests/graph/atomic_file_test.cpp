@@ -4,6 +4,7 @@
 #include "graph/atomic_file.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <thread>
 
 #include "graph/error.h"
 #include "tests/formats/clouds/io_test_util.h"
@@ -62,44 +64,164 @@ std::vector<std::string> leftovers(const test::TempDir& dir) {
   return tmp;
 }
 
-// A run killed outright leaves "<name>.tmp.sl<pid>": a later process's first write into that folder
-// removes it when the pid is gone and the file is over a minute old; a live process's, a fresh
-// one (maybe another host's writer) and other programs' look-alikes ("out.tmp.<pid>") stay.
-TEST(AtomicFile, ACrashedRunsTemporaryFilesGoWithTheNextWriteIntoTheirFolder) {
+// A process that holds an open-file-description write lock on `path` (as write_file_atomic's
+// writer does on its temporary file) until it is killed.
+class LockHolder {
+ public:
+  explicit LockHolder(const std::string& path) {
+    int ready[2];
+    if (::pipe(ready) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT, 0644);
+      struct flock fl {};
+      fl.l_type = F_WRLCK;
+      fl.l_whence = SEEK_SET;
+      const char ok = fd >= 0 && ::fcntl(fd, F_OFD_SETLKW, &fl) == 0 ? 'y' : 'n';
+      [[maybe_unused]] ssize_t w = ::write(ready[1], &ok, 1);
+      for (;;) ::pause();
+    }
+    char ok = 'n';
+    [[maybe_unused]] ssize_t r = ::read(ready[0], &ok, 1);
+    locked_ = ok == 'y';
+    ::close(ready[0]);
+    ::close(ready[1]);
+  }
+  ~LockHolder() { kill(); }
+  bool locked() const { return locked_; }
+  void kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool locked_ = false;
+};
+
+// A run killed outright leaves "<name>.tmp.sl<pid>". It is stale when no writer holds its lock,
+// whatever its age and whoever has its pid now (pids are reused, in containers soon): the sweep
+// removes it at once. A file a live writer holds stays, even an old one under a gone pid; other
+// programs' look-alikes ("out.tmp.<pid>", "notes.tmp.txt") are never touched.
+TEST(AtomicFile, AnUnlockedTemporaryFileIsStaleAtOnceAndALockedOneStaysWhateverItsAgeOrPid) {
   test::TempDir dir;
   const pid_t gone = ::fork();
   if (gone == 0) ::_exit(0);
   ::waitpid(gone, nullptr, 0);  // reaped: no process has this pid now
-  const std::string g = std::to_string(gone);
+  const std::string g = std::to_string(gone), alive = std::to_string(::getppid());
   auto touch = [&](const std::string& name, int minutes_ago) {
-    write_file_atomic(dir.path(name + ".seed"), "x");
-    fs::rename(dir.path(name + ".seed"), dir.path(name));
+    dir.write(name, "x");
     fs::last_write_time(dir.path(name), fs::file_time_type::clock::now() - std::chrono::minutes(minutes_ago));
   };
-  touch("ckpt.safetensors.tmp.sl" + g, 5);                              // stale: goes
-  touch("metrics.json.tmp.sl" + g, 5);                                  // stale: goes
-  touch("fresh.json.tmp.sl" + g, 0);                                    // under a minute: stays
-  touch("live.json.tmp.sl" + std::to_string(::getppid()), 5);          // its writer is alive: stays
-  touch("notes.tmp.txt", 5);                                          // not <name>.tmp.<pid>: stays
-  touch("a.tmp.12x", 5);
-  touch("script_out.tmp." + g, 5);                                    // a shell script's $$: not ours
-  EXPECT_EQ(remove_stale_temp_files(dir.path("")), 2u);
-  EXPECT_FALSE(fs::exists(dir.path("ckpt.safetensors.tmp.sl" + g)));
-  EXPECT_FALSE(fs::exists(dir.path("metrics.json.tmp.sl" + g)));
-  for (const std::string& kept : {std::string("notes.tmp.txt"), std::string("a.tmp.12x"), "script_out.tmp." + g})
+  touch("ckpt.safetensors.tmp.sl" + g, 5);  // stale: goes
+  touch("fresh.json.tmp.sl" + g, 0);        // stale however young: goes
+  touch("reused.json.tmp.sl" + alive, 0);   // its pid is some live process's now: still stale, goes
+  touch("notes.tmp.txt", 5);                // not <name>.tmp.sl<digits>: stays
+  touch("a.tmp.sl12x", 5);
+  touch("script_out.tmp." + g, 5);          // a shell script's $$: not ours
+  LockHolder writer(dir.path("live.json.tmp.sl" + g));  // old name, gone pid, but held: stays
+  ASSERT_TRUE(writer.locked());
+  fs::last_write_time(dir.path("live.json.tmp.sl" + g), fs::file_time_type::clock::now() - std::chrono::minutes(5));
+  // One held by this very process (through another open file description): stays too.
+  const std::string own = dir.path("own.json.tmp.sl" + std::to_string(::getpid()));
+  const int own_fd = ::open(own.c_str(), O_WRONLY | O_CREAT, 0644);
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  ASSERT_EQ(::fcntl(own_fd, F_OFD_SETLK, &fl), 0);
+
+  EXPECT_EQ(remove_stale_temp_files(dir.path("")), 3u);
+  for (const std::string& gone_name : {"ckpt.safetensors.tmp.sl" + g, "fresh.json.tmp.sl" + g, "reused.json.tmp.sl" + alive})
+    EXPECT_FALSE(fs::exists(dir.path(gone_name))) << gone_name;
+  for (const std::string& kept : {std::string("notes.tmp.txt"), std::string("a.tmp.sl12x"), "script_out.tmp." + g,
+                                  "live.json.tmp.sl" + g, "own.json.tmp.sl" + std::to_string(::getpid())})
     EXPECT_TRUE(fs::exists(dir.path(kept))) << kept;
-  EXPECT_TRUE(fs::exists(dir.path("fresh.json.tmp.sl" + g)));
-  EXPECT_TRUE(fs::exists(dir.path("live.json.tmp.sl" + std::to_string(::getppid()))));
-  // Through write_file_atomic: the first write into a folder in this process sweeps it.
+  // The writer killed: its lock went with it, and so does its file.
+  writer.kill();
+  ::close(own_fd);
+  EXPECT_EQ(remove_stale_temp_files(dir.path("")), 2u);
+  EXPECT_FALSE(fs::exists(dir.path("live.json.tmp.sl" + g)));
+  EXPECT_FALSE(fs::exists(own));
+}
+
+// On a filesystem whose locks may not reach another host (NFS, SMB, FUSE...), an unlocked file is
+// only stale once it has not changed for a minute: it may be a live writer's elsewhere.
+TEST(AtomicFile, OnASharedFilesystemAnUnlockedFileMustAlsoBeAMinuteOld) {
+  test::TempDir dir;
+  EXPECT_EQ(shared_filesystem_of(dir.path("")), "") << "the test folder is expected on a local filesystem";
+  const std::string fresh = dir.write("a.json.tmp.sl123", "x"), old = dir.write("b.json.tmp.sl123", "x");
+  fs::last_write_time(old, fs::file_time_type::clock::now() - std::chrono::seconds(90));
+  EXPECT_FALSE(remove_temp_file_if_stale(fresh, true));
+  EXPECT_TRUE(fs::exists(fresh));
+  EXPECT_TRUE(remove_temp_file_if_stale(old, true));
+  EXPECT_FALSE(fs::exists(old));
+  EXPECT_TRUE(remove_temp_file_if_stale(fresh, false));  // locally the lock alone decides
+  EXPECT_FALSE(fs::exists(fresh));
+  // Held, even old: stays on both.
+  const std::string held = dir.path("c.json.tmp.sl123");
+  LockHolder writer(held);
+  ASSERT_TRUE(writer.locked());
+  fs::last_write_time(held, fs::file_time_type::clock::now() - std::chrono::minutes(5));
+  EXPECT_FALSE(remove_temp_file_if_stale(held, true));
+  EXPECT_FALSE(remove_temp_file_if_stale(held, false));
+  EXPECT_TRUE(fs::exists(held));
+}
+
+// The commands sweep their folders with subfolders; write_file_atomic sweeps the folder it writes
+// into once per process.
+TEST(AtomicFile, TheSweepReachesSubfoldersAndTheFirstWriteIntoAFolderSweepsIt) {
+  test::TempDir dir;
+  fs::create_directories(dir.path("a/b"));
+  dir.write("a/b/step_00000002.safetensors.tmp.sl77", "x");
+  dir.write("a/run.json.tmp.sl78", "x");
+  dir.write("top.tmp.sl79", "x");
+  EXPECT_EQ(remove_stale_temp_files(dir.path("a"), false), 1u);  // a/run.json's only
+  EXPECT_TRUE(fs::exists(dir.path("a/b/step_00000002.safetensors.tmp.sl77")));
+  EXPECT_EQ(remove_stale_temp_files(dir.path(""), true), 2u);
+  EXPECT_FALSE(fs::exists(dir.path("a/b/step_00000002.safetensors.tmp.sl77")));
+  EXPECT_EQ(remove_stale_temp_files(dir.path("no/such/folder"), true), 0u);
   test::TempDir other;
-  write_file_atomic(other.path("x.seed"), "x");
-  fs::rename(other.path("x.seed"), other.path("run.json.tmp.sl" + g));
-  fs::last_write_time(other.path("run.json.tmp.sl" + g), fs::file_time_type::clock::now() - std::chrono::minutes(2));
   fs::create_directories(other.path("sub"));
-  fs::rename(other.path("run.json.tmp.sl" + g), other.path("sub/run.json.tmp.sl" + g));
+  other.write("sub/run.json.tmp.sl4", "x");
   write_file_atomic(other.path("sub/run.json"), "{}");
-  EXPECT_FALSE(fs::exists(other.path("sub/run.json.tmp.sl" + g)));
+  EXPECT_FALSE(fs::exists(other.path("sub/run.json.tmp.sl4")));
   EXPECT_EQ(read_file(other.path("sub/run.json")), "{}");
+}
+
+// The writer's own lock, seen from outside: a child writes a large file again and again; stopped
+// (SIGSTOP) in the middle of a write, its temporary file survives every sweep; killed, it goes
+// with the next one, at once.
+TEST(AtomicFile, AWriteInProgressIsNeverSweptAndAKilledOnesFileGoesAtOnce) {
+  test::TempDir dir;
+  const std::string path = dir.path("step_00000001.safetensors");
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const std::string big(32 << 20, 'w');
+    for (;;) write_file_atomic(path, big);
+  }
+  const std::string tmp = path + ".tmp.sl" + std::to_string(child);
+  bool caught = false;
+  for (int tries = 0; tries < 2000 && !caught; ++tries) {
+    if (!fs::exists(tmp)) {
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+      continue;
+    }
+    ::kill(child, SIGSTOP);
+    // Stopped where it is: still in the write when its temporary file is there now.
+    int st = 0;
+    ::waitpid(child, &st, WUNTRACED);
+    if (fs::exists(tmp)) caught = true;
+    else ::kill(child, SIGCONT);
+  }
+  ASSERT_TRUE(caught) << "the child's write was never caught in progress";
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(remove_stale_temp_files(dir.path(""), true), 0u);
+  EXPECT_TRUE(fs::exists(tmp)) << "a live writer's temporary file was swept";
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_EQ(remove_stale_temp_files(dir.path(""), true), 1u);
+  EXPECT_FALSE(fs::exists(tmp));
 }
 
 TEST(AtomicFile, BeyondTheFileSizeLimitTheWriteFailsWithEfbigAndTheOldFileStaysWhole) {
