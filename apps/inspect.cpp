@@ -157,7 +157,8 @@ InspectReport inspect_file(const std::string& path, const OriginPolicy& origin) 
                 {"max (header)", vec(h.max)},
                 {"VLRs", records(h.vlrs)},
                 {"EVLRs", records(h.evlrs)},
-                {"software", h.software}};
+                {"software", h.software},
+                {"CRS", describe_crs(h.crs)}};
     if (h.laz) {
       // The LASzip VLR and the chunk layout, then the decoded points as for LAS.
       const LasLaz z = las_laz(f.data(), f.size(), h, path);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -70,7 +71,85 @@ LazInfo laz_vlr(const char* d, const LasHeader& h, const std::string& path) {
                      " marks the points as LASzip-compressed, but the file has no LASzip VLR ('laszip encoded' 22204)");
 }
 
+// GeoTIFF's GeoKeyDirectoryTag (LAS's 'LASF_Projection' 34735): uint16 words, a 4-word header
+// (KeyDirectoryVersion 1, KeyRevision, MinorRevision, NumberOfKeys) then 4 words per key (KeyID,
+// TIFFTagLocation, Count, Value_Offset; location 0: the value is the 4th word).
+void read_geokeys(const char* d, uint64_t at, uint64_t len, LasHeader::Crs* crs, const std::string& path) {
+  if (len < 8) bad(path, at, "GeoKeyDirectory (LASF_Projection 34735): " + std::to_string(len) + " bytes, not even its 8-byte header");
+  const uint16_t keys = get<uint16_t>(d, size_t(at) + 6);
+  if (8 + uint64_t(keys) * 8 > len)
+    bad(path, at + 6, "GeoKeyDirectory (LASF_Projection 34735): " + std::to_string(keys) + " keys do not fit its " +
+                          std::to_string(len) + " bytes");
+  int model = 0, projected = 0, geographic = 0, vertical = 0;
+  for (uint16_t k = 0; k < keys; ++k) {
+    const size_t e = size_t(at) + 8 + 8 * size_t(k);
+    const uint16_t id = get<uint16_t>(d, e), location = get<uint16_t>(d, e + 2), value = get<uint16_t>(d, e + 6);
+    if (location != 0) continue;  // a double or ASCII parameter: not a code
+    if (id == 1024) model = value;
+    if (id == 3072) projected = value;
+    if (id == 2048) geographic = value;
+    if (id == 4096) vertical = value;
+  }
+  auto code = [](int v) { return v > 0 && v < 32767 ? v : 0; };  // 32767: user-defined
+  crs->source = "GeoTIFF keys";
+  crs->epsg = code(projected) ? code(projected) : code(geographic);
+  crs->geographic = !code(projected) && (code(geographic) || model == 2);
+  crs->vertical_epsg = code(vertical);
+}
+
+// OGC WKT (LAS's 'LASF_Projection' 2112): its own name, and its EPSG code when the outermost
+// object carries one (WKT1 AUTHORITY["EPSG","n"], WKT2 ID["EPSG",n] just before its closing ']').
+void read_wkt(const char* d, uint64_t at, uint64_t len, LasHeader::Crs* crs) {
+  *crs = {};
+  std::string w(d + at, size_t(len));
+  while (!w.empty() && (w.back() == '\0' || std::isspace((unsigned char)w.back()))) w.pop_back();
+  crs->source = "WKT";
+  crs->wkt = w;
+  const size_t open = w.find('[');
+  if (open != std::string::npos) {
+    const std::string kind = w.substr(0, open);
+    crs->geographic = kind == "GEOGCS" || kind == "GEOGCRS" || kind == "GEODCRS";
+    const size_t q0 = w.find('"', open), q1 = q0 == std::string::npos ? q0 : w.find('"', q0 + 1);
+    if (q1 != std::string::npos) crs->name = w.substr(q0 + 1, q1 - q0 - 1);
+  }
+  size_t end = w.size();
+  if (end > 0 && w[end - 1] == ']') --end;  // the outermost object's closing bracket
+  while (end > 0 && std::isspace((unsigned char)w[end - 1])) --end;
+  if (end == 0 || w[end - 1] != ']') return;
+  size_t id = std::string::npos;
+  for (const char* key : {"AUTHORITY[", "ID["}) {
+    const size_t at = w.rfind(key, end);
+    if (at != std::string::npos && (id == std::string::npos || at > id)) id = at;
+  }
+  if (id == std::string::npos || w.find(']', id) != end - 1) return;
+  const std::string inner = w.substr(id, end - id);
+  const size_t epsg = inner.find("\"EPSG\"");
+  if (epsg == std::string::npos) return;
+  size_t i = inner.find(',', epsg);
+  if (i == std::string::npos) return;
+  ++i;
+  while (i < inner.size() && (inner[i] == ' ' || inner[i] == '"')) ++i;
+  int v = 0;
+  while (i < inner.size() && std::isdigit((unsigned char)inner[i])) v = v * 10 + (inner[i++] - '0');
+  crs->epsg = v;
+}
+
+void read_crs_record(const char* d, const std::string& user, uint16_t id, uint64_t at, uint64_t len, LasHeader* h,
+                     const std::string& path) {
+  if (user != "LASF_Projection") return;
+  if (id == 2112) read_wkt(d, at, len, &h->crs);
+  if (id == 34735 && h->crs.source != "WKT") read_geokeys(d, at, len, &h->crs, path);
+}
+
 }  // namespace
+
+std::string describe_crs(const LasHeader::Crs& c) {
+  if (c.source.empty()) return "none declared";
+  std::string code = c.epsg ? "EPSG:" + std::to_string(c.epsg) : std::string("no EPSG code");
+  if (c.source == "WKT") return "WKT \"" + c.name + "\" (" + code + ")";
+  return code + (c.geographic ? " (geographic)" : "") + " (GeoTIFF keys" +
+         (c.vertical_epsg ? "; vertical EPSG:" + std::to_string(c.vertical_epsg) : std::string()) + ")";
+}
 
 LasLaz las_laz(const char* d, size_t size, const LasHeader& h, const std::string& path) {
   LasLaz z;
@@ -147,6 +226,7 @@ LasHeader parse_las_header(const char* d, size_t size, const std::string& path) 
       bad(path, pos + 20, which + " ('" + user + "' " + std::to_string(id) + "): its " + std::to_string(len) +
                               " bytes run past the offset to point data (byte " + std::to_string(h.point_offset) + ")");
     h.vlrs.emplace_back(user, id);
+    read_crs_record(d, user, id, pos + kVlrHeader, len, &h, path);
     if (user == "laszip encoded" && id == 22204) h.laz = true;
     if (user == "copc" && id == 1) h.copc = true;
     pos += kVlrHeader + len;
@@ -188,6 +268,7 @@ LasHeader parse_las_header(const char* d, size_t size, const std::string& path) 
         bad(path, pos + 20, which + " ('" + user + "' " + std::to_string(id) + "): its " + std::to_string(len) +
                                 " bytes run past the end of the file (" + std::to_string(size) + " bytes)");
       h.evlrs.emplace_back(user, id);
+      read_crs_record(d, user, id, pos + kEvlrHeader, len, &h, path);
       pos += kEvlrHeader + len;
     }
   }

@@ -64,7 +64,23 @@ struct LasHeader {
   std::vector<std::pair<std::string, uint16_t>> vlrs, evlrs;  // user id, record id
   bool laz = false;             // LASzip-compressed points
   bool copc = false;            // a COPC file (LAZ too)
+  // The coordinate reference system the file declares in its LASF_Projection records (VLRs or
+  // EVLRs): GeoTIFF keys (record 34735: GTModelTypeGeoKey 1024, ProjectedCSTypeGeoKey 3072,
+  // GeographicTypeGeoKey 2048, VerticalCSTypeGeoKey 4096, values inline as EPSG codes; 32767
+  // "user-defined" is no code) or OGC WKT (record 2112, LAS 1.4's way). Both present: the WKT.
+  struct Crs {
+    std::string source;      // "" (none declared) | "GeoTIFF keys" | "WKT"
+    int epsg = 0;            // the projected CRS's EPSG code, else the geographic one's; 0: none or user-defined
+    bool geographic = false; // the code is a geographic (lat/lon) CRS
+    int vertical_epsg = 0;   // GeoTIFF VerticalCSTypeGeoKey (a WKT's vertical part is not read: 0)
+    std::string name;        // WKT: its own name (PROJCS["..."], PROJCRS["..."], ...)
+    std::string wkt;         // WKT: as written
+  } crs;
 };
+
+// "EPSG:32617 (GeoTIFF keys)", "EPSG:3645 (GeoTIFF keys; vertical EPSG:5703)",
+// "WKT \"WGS 84 / UTM zone 17N\" (EPSG:32617)", "none declared".
+std::string describe_crs(const LasHeader::Crs& crs);
 
 // The header and the VLR/EVLR walk, validated against the file size (for a LAZ file the
 // compressed point data is checked when it is decoded). Throws sl::Error "<path>: byte N: <reason>".
