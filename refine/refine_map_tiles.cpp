@@ -149,6 +149,7 @@ std::vector<Vec3d> refine_map_tiles(const std::string& checkpoint, const SharedM
                                     const TiledRefineOptions& options, Comm* comm, TiledRefineReport* report) {
   const VectorMap& map = shared.map;
   const MapRefineOptions& mo = options.map;
+  check_map_frame(shared, tiles, "infer --map --tiles");  // before any work: one frame, overlapping boxes
   ReplayGeometry geo;
   if (options.reach < 0 || options.max_length < 0) geo = replay_geometry(checkpoint, mo.pipeline_json);
   const double reach = options.reach >= 0 ? options.reach : geo.reach;

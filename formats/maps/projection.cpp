@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -42,6 +43,7 @@ struct Projection::Impl {
   PJ* pj = nullptr;
   bool lonlat_input = false;  // crs-to-crs objects normalized for visualization take (lon, lat)
   bool three_d = false;       // local_cartesian: z from (lat, lon, h), not h
+  int epsg = 0;               // the EPSG code of the frame (utm, crs); 0: none (a local or offset frame)
   std::string description;
   std::mutex mu;
   ~Impl() {
@@ -164,11 +166,12 @@ Projection Projection::make(const ProjectionSpec& spec, std::optional<std::array
   // database (proj.db), so these kinds work wherever libproj does.
   std::string def = "+proj=pipeline +step +proj=axisswap +order=2,1 +step +proj=unitconvert +xy_in=deg +xy_out=rad ";
   std::string description;
-  auto of_def = [&](const std::string& d, const std::string& name, bool three_d = false) {
+  auto of_def = [&](const std::string& d, const std::string& name, bool three_d = false, int epsg = 0) {
     return cached(d + "|" + name, where, [&] {
       auto impl = new_impl(where);
       impl->description = name;
       impl->three_d = three_d;
+      impl->epsg = epsg;
       impl->pj = proj_create(impl->ctx, d.c_str());
       if (!impl->pj) throw Error("PROJ: " + proj_error(impl->ctx) + " (" + d + ")");
       Projection p;
@@ -201,6 +204,7 @@ Projection Projection::make(const ProjectionSpec& spec, std::optional<std::array
                              std::to_string((south ? 32700 : 32600) + zone) + ")";
     def += "+step +proj=utm +zone=" + std::to_string(zone) + (south ? " +south" : "") + " +ellps=WGS84";
     description = name;
+    if (spec.kind == "utm") return of_def(def, description, false, (south ? 32700 : 32600) + zone);
     if (spec.kind == "mgrs") {
       if (!ref) fail(where, "projection mgrs: no origin and no lat/lon to choose the 100 km square from");
       // The square of the reference point: one offset for the whole map (see the header).
@@ -270,6 +274,9 @@ Projection Projection::of_crs_uncached(const std::string& crs) {
       proj_destroy(cs);
     }
   }
+  const char* auth = proj_get_id_auth_name(target, 0);
+  const char* code = proj_get_id_code(target, 0);
+  if (auth && code && std::string(auth) == "EPSG") impl->epsg = std::atoi(code);
   const char* name = proj_get_name(target);
   impl->description = std::string(name ? name : crs) + " (" + crs + ")";
   proj_destroy(target);
@@ -337,6 +344,8 @@ std::array<double, 3> Projection::inverse3(double x, double y, double z) const {
 }
 
 bool Projection::three_d() const { return impl_ && impl_->three_d; }
+
+int Projection::epsg() const { return impl_ ? impl_->epsg : 0; }
 
 MgrsSquare parse_mgrs_square(const std::string& name, const std::string& where) {
   static const char* kBands = "CDEFGHJKLMNPQRSTUVWX";

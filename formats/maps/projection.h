@@ -103,6 +103,9 @@ class Projection {
   std::array<double, 3> forward3(double lat, double lon, double h) const;
   std::array<double, 3> inverse3(double x, double y, double z) const;  // -> {lat, lon, h}
   bool three_d() const;  // z depends on lat/lon (local_cartesian)
+  // The frame's EPSG code: utm's 326zz/327zz, a crs's own; 0 for frames that have none (mgrs, the
+  // local_cartesian ones, transverse_mercator: offset or local frames), and for no projection.
+  int epsg() const;
   // "UTM zone 32N (EPSG:32632)", "MGRS square 54SUE (UTM zone 54N minus E 300000 N 3900000)", ...
   const std::string& describe() const;
 

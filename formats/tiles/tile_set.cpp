@@ -13,6 +13,7 @@
 #include "graph/error.h"
 #include "formats/clouds/las.h"
 #include "formats/clouds/mapped_file.h"
+#include "formats/maps/map_numbers.h"
 
 namespace sl {
 
@@ -153,10 +154,21 @@ TileSet scan_tiles(const std::string& dir, const std::string& format, const std:
   std::vector<LasHeader> headers;
   if (las) {
     headers.reserve(set.tiles.size());
-    for (const auto& t : set.tiles) {
+    for (auto& t : set.tiles) {
       MappedFile m(t.path, MappedFile::HeaderOnly{});  // the header and its VLRs: no point is read
       headers.push_back(parse_las_header(m.data(), m.size(), t.path));
       const LasHeader& h = headers.back();
+      t.crs = describe_crs(h.crs);
+      t.crs_epsg = h.crs.epsg;
+      t.crs_geographic = h.crs.geographic;
+      if (!h.crs.source.empty()) {
+        if (set.crs_tile.empty()) {
+          set.crs = t.crs, set.crs_tile = t.path, set.crs_epsg = t.crs_epsg, set.crs_geographic = t.crs_geographic;
+        } else if (t.crs_epsg != set.crs_epsg || t.crs_geographic != set.crs_geographic) {
+          fail(where, t.path + " declares " + t.crs + ", " + set.crs_tile + " " + set.crs +
+                          ": the tiles of one map are in one frame");
+        }
+      }
       for (int a = 0; a < 3; ++a)
         if (h.points > 0 && !(std::isfinite(h.min[size_t(a)]) && std::isfinite(h.max[size_t(a)]) && h.min[size_t(a)] <= h.max[size_t(a)]))
           fail(where, t.path + ": the header's bounds on " + "xyz"[a] + " are not a finite min <= max (" +
@@ -273,6 +285,37 @@ TileSet scan_tiles(const std::string& dir, const std::string& format, const std:
   set.origin = {o[0], o[1], 0.0};
   if (z_known && z.has(2)) set.origin[2] = grid_origin(z)[2];
   return set;
+}
+
+namespace {
+
+std::string box_text(const BoxXY& b) {
+  if (b.empty()) return "empty";
+  return "x [" + format_fixed(b.x0, 1) + ", " + format_fixed(b.x1, 1) + "], y [" + format_fixed(b.y0, 1) + ", " +
+         format_fixed(b.y1, 1) + "]";
+}
+
+}  // namespace
+
+void check_map_frame(const SharedMap& m, const TileSet& tiles, const std::string& where) {
+  BoxXY mb{INFINITY, INFINITY, -INFINITY, -INFINITY};
+  for (const auto& b : m.line_box)
+    if (!b.empty()) mb.x0 = std::min(mb.x0, b.x0), mb.y0 = std::min(mb.y0, b.y0), mb.x1 = std::max(mb.x1, b.x1), mb.y1 = std::max(mb.y1, b.y1);
+  const BoxXY tb = tiles.extent();
+  const VectorMap& map = m.map;
+  const std::string map_side = "the map " + map.path + " is in " + map.frame +
+                               (map.frame_reason.empty() ? std::string() : " (" + map.frame_reason + ")") + ", its lines' box " +
+                               box_text(mb);
+  const std::string cloud_side = "the clouds in " + tiles.dir + " " +
+                                 (tiles.crs.empty() ? std::string("declare no CRS") : "declare " + tiles.crs + " (" + tiles.crs_tile + ")") +
+                                 ", their box " + box_text(tb);
+  if (!tiles.crs.empty() && !tiles.crs_geographic && tiles.crs_epsg != 0 && map.projection.epsg() != tiles.crs_epsg)
+    fail(where, "the map and the clouds are in different frames: " + map_side + "; " + cloud_side +
+                    ". Read the map in the clouds' frame (--projection with --map-origin, or the map folder's "
+                    "map_projector_info.yaml), or give clouds in the map's frame");
+  if (!mb.empty() && !tb.empty() && !mb.intersects(tb))
+    fail(where, "the map's lines and the clouds do not overlap at all: " + map_side + "; " + cloud_side +
+                    ". The two are in different frames (a wrong UTM zone, a local map over projected clouds?)");
 }
 
 void check_tile_points(const TileSet& set, const TileInfo& tile, const PointCloud& cloud) {

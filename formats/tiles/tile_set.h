@@ -44,6 +44,9 @@ struct TileInfo {
   std::string name;     // its file name ("tile_0001.pcd"): what the metadata lists
   BoxXY box;            // world xy bounds (the metadata cell, the LAS header's, or the points')
   int64_t points = -1;  // from the file's header (-1: unknown)
+  std::string crs;      // the CRS its header declares, in words (LAS/LAZ: describe_crs; "" for formats without one)
+  int crs_epsg = 0;     // its EPSG code (0: none declared, or none to name)
+  bool crs_geographic = false;
 };
 
 struct TileSet {
@@ -53,6 +56,11 @@ struct TileSet {
   std::array<double, 3> origin{0, 0, 0};  // ONE origin for every tile (decode every tile with it => one local frame)
   std::string bounds_from;                // "metadata", "las header" or "points"
   std::string metadata;                   // the metadata file used ("" when none)
+  // The CRS the tiles declare (every tile that declares one declares the same: else scan_tiles
+  // fails): its words, code and the first tile declaring it; "" / 0 when none does (PCD, LAS without).
+  std::string crs, crs_tile;
+  int crs_epsg = 0;
+  bool crs_geographic = false;
 
   // Tiles whose box intersects b (closed boxes: a shared edge counts), ascending.
   std::vector<uint32_t> touching(const BoxXY& b) const;
@@ -65,6 +73,13 @@ struct TileSet {
 // formats in one folder is an error). Subfolders and other files are left out. Throws sl::Error
 // "<where>: <file>: <reason>" for no tiles, a refused format, bad metadata, a bad header.
 TileSet scan_tiles(const std::string& dir, const std::string& format, const std::string& where);
+
+// Before any work on a map over these tiles: the frames must be one. Throws sl::Error "<where>: ..."
+// naming both frames and both boxes when the tiles declare a projected CRS (LAS GeoTIFF keys or
+// WKT) whose EPSG code is not the map's frame's (Projection::epsg: a map in MGRS, a local or a
+// local-cartesian frame has none, so differs from any declared CRS), or when the map's lines and the
+// tiles' boxes do not overlap at all. Tiles without a CRS are taken to be in the map's frame.
+void check_map_frame(const SharedMap& map, const TileSet& tiles, const std::string& where);
 
 // A decoded tile's points must lie in the box its listing gave (metadata cell, LAS header, bounds
 // pass), to 1 cm plus float32's step at the tile's local coordinates: else the crops would miss
