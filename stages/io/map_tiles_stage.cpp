@@ -43,6 +43,7 @@ class MapTiles : public SourceStage {
       fail(map_where_, map_path_ + ": map file does not exist" +
                            (m.is_absolute() ? std::string() : " (a relative map path is taken from the tiles' folder)"));
     auto map = load_map_shared(map_path_, options_);
+    check_map_frame(*map, *tiles, map_where_);  // one frame, overlapping boxes: before any training
     std::vector<BoxXY> boxes;
     for (const auto& t : tiles->tiles) boxes.push_back(t.box.grown(margin_));
     pieces_ = map_pieces(*map, boxes, tiles->origin, categories_, min_length_, max_length_);
