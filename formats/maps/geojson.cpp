@@ -434,6 +434,9 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
     }
   }
   const ProjectionSpec& spec = options.projection;
+  if (!spec.projector_info.empty())
+    fail(path, "a map_projector_info.yaml (" + spec.projector_info + ") is read for Lanelet2 maps only (Autoware's map "
+               "folders); a GeoJSON map takes its frame from its crs member or --projection");
   if (spec.kind == "local_cartesian")
     fail(path, "projection local_cartesian (a 3-D frame) is read for Lanelet2 maps only; a GeoJSON map takes utm, mgrs, "
                "transverse_mercator, local_cartesian_utm, crs or local");

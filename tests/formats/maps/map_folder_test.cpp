@@ -274,3 +274,29 @@ TEST(MapFolder, LocalCartesianMapsHaveTheTangentPlanesZAndWriteBackInverts) {
 
 }  // namespace
 }  // namespace sl
+
+namespace sl {
+namespace {
+
+TEST(MapFolder, AGeoJsonMapRefusesANamedProjectorInfo) {
+  test::TempDir dir;
+  const std::string path = dir.write(
+      "map.geojson", "{\"type\": \"Feature\", \"properties\": {\"type\": \"curbstone\"}, \"geometry\": "
+                     "{\"type\": \"LineString\", \"coordinates\": [[8.4, 49.0], [8.401, 49.0]]}}");
+  MapReadOptions o;
+  o.projection.projector_info = dir.write("map_projector_info.yaml", "projector_type: Local\n");
+  try {
+    read_vector_map(path, o);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("map.geojson: a map_projector_info.yaml (" + o.projection.projector_info +
+                                         ") is read for Lanelet2 maps only"),
+              std::string::npos)
+        << e.what();
+  }
+  // Beside a GeoJSON map the YAML is not looked for: lon/lat in UTM as before.
+  EXPECT_EQ(read_vector_map(path).frame, "UTM zone 32N (EPSG:32632)");
+}
+
+}  // namespace
+}  // namespace sl
