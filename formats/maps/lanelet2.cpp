@@ -371,6 +371,9 @@ VectorMap parse_lanelet2(const std::string& text, const std::string& path, const
     if (all_zero) {
       spec.kind = "local";
       map.frame_reason = "no map_projector_info.yaml and every node's lat/lon is 0 or empty: Autoware's Local projector";
+    } else if (any_local && !any_latlon) {
+      spec.kind = "local";  // lat/lon only on nodes of no line: nothing to place an MGRS square by
+      map.frame_reason = "no map_projector_info.yaml and no line node has lat/lon: the local_x/local_y tags";
     } else if (any_local) {
       spec.kind = "mgrs";
       map.frame_reason = "no map_projector_info.yaml: Autoware's default, MGRS, in the square of the map's centre";

@@ -16,7 +16,7 @@
 //      TransverseMercator -> that projection for lat/lon, the local tags where present (in that frame);
 //   3. none (Autoware's map_projection_loader without the YAML): every node's lat/lon 0, empty or
 //      absent -> local; else MGRS in the square of the map's centre when the map has local_x/local_y
-//      tags (they are in that frame); a map of lat/lon only (JOSM, gen-data) -> UTM of its centre,
+//      tags (they are in that frame; local when no line node has lat/lon to place the square by); a map of lat/lon only (JOSM, gen-data) -> UTM of its centre,
 //      where Autoware would assume MGRS: such maps go with clouds in full UTM. VectorMap::frame_reason
 //      says which rule chose the frame.
 // local: local_x/local_y, required on every line node. A projection: lat/lon nodes projected,

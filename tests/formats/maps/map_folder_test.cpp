@@ -240,6 +240,12 @@ TEST(MapFolder, WithoutAYamlAutowaresRuleChoosesMgrsForTaggedMapsAndLocalForZero
   std::vector<Vec3d> d(z.vertices.size(), Vec3d{0.5, 0.5, 0});
   const std::string out = render_vector_map(z, d);
   EXPECT_NE(out.find("<node id=\"4033650\" lat=\"0\" lon=\"0\" action=\"modify\">"), std::string::npos) << out;
+  // lat/lon only on a node of no line (the line nodes are VMB's): the tags, nothing to place a square by.
+  std::string other = kVmb;
+  other.replace(other.find("  <way id="), 0, "  <node id=\"9\" lat=\"35.9\" lon=\"139.9\"/>\n");
+  const VectorMap o = parse_lanelet2(other, "other.osm");
+  EXPECT_EQ(o.frame, "local_x/local_y tags");
+  EXPECT_EQ(o.frame_reason, "no map_projector_info.yaml and no line node has lat/lon: the local_x/local_y tags");
 }
 
 // Autoware's LocalCartesian: z is the tangent plane's up from lat, lon and ele, not ele; a move of
