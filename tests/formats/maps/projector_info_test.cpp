@@ -76,6 +76,21 @@ TEST(ProjectorInfo, EachAutowareTypeReadsAsItsLoaderReadsIt) {
   EXPECT_EQ(projection_spec_of(i).scale_factor, double(0.9996f));
 }
 
+// Worked examples of Autoware's own tests (autoware_geography_utils test_projection.cpp, Apache-2.0),
+// which state the expected local points to 1 m (their numbers are rounded to the metre or the cm).
+TEST(ProjectorInfo, AutowaresWorkedExamplesProjectAsItsTestsSay) {
+  ProjectionSpec s = projection_spec_of(parse_projector_info("projector_type: MGRS\nvertical_datum: WGS84\nmgrs_grid: 54SUE\n", "a.yaml"));
+  auto q = Projection::make(s, std::nullopt, "a.yaml").forward(35.62426, 139.74252);
+  EXPECT_NEAR(q[0], 86128.0, 1.0);
+  EXPECT_NEAR(q[1], 43002.0, 1.0);
+  s = projection_spec_of(parse_projector_info(
+      "projector_type: LocalCartesianUTM\nvertical_datum: WGS84\nmap_origin: {latitude: 35.62426, longitude: 139.74252, altitude: -10.0}\n",
+      "a.yaml"));
+  q = Projection::make(s, std::nullopt, "a.yaml").forward(35.62406, 139.74252);
+  EXPECT_NEAR(q[0], 0.0, 1.0);
+  EXPECT_NEAR(q[1], -22.18, 0.01);
+}
+
 TEST(ProjectorInfo, BadFilesAreErrorsNamingTheFileAndTheReason) {
   EXPECT_EQ(error_of("projector_type: UTM\n"),
             "dir/map_projector_info.yaml: line 1: unknown projector_type 'UTM' (Autoware's are Local, MGRS, "
