@@ -167,7 +167,7 @@ Projection Projection::make(const ProjectionSpec& spec, std::optional<std::array
   std::string def = "+proj=pipeline +step +proj=axisswap +order=2,1 +step +proj=unitconvert +xy_in=deg +xy_out=rad ";
   std::string description;
   auto of_def = [&](const std::string& d, const std::string& name, bool three_d = false, int epsg = 0) {
-    return cached(d + "|" + name, where, [&] {
+    return cached(d + "|" + name + "|" + std::to_string(epsg) + (three_d ? "|3d" : ""), where, [&] {
       auto impl = new_impl(where);
       impl->description = name;
       impl->three_d = three_d;

@@ -91,6 +91,24 @@ TEST(TileCrs, TheSameFrameOverlappingPassesAndBoxesApartStopWithOrWithoutACrs) {
   EXPECT_NE(e.find("declare no CRS"), std::string::npos) << e;
 }
 
+// The frames' codes check_map_frame compares: UTM's own, none for offset frames, whatever projection
+// of the same zone was made before (projections are cached by their definition).
+TEST(TileCrs, AFramesEpsgCodeIsUtmsOwnAndNoneForOffsetFrames) {
+  ProjectionSpec m;
+  m.kind = "mgrs";
+  const Projection mgrs = Projection::make(m, std::array<double, 2>{49.0, 8.42}, "test");  // builds UTM 32N inside
+  ProjectionSpec u;
+  u.kind = "utm", u.utm_zone = 32, u.hemisphere = "north";
+  EXPECT_EQ(Projection::make(u, std::nullopt, "test").epsg(), 32632);
+  EXPECT_EQ(mgrs.epsg(), 0);
+  ProjectionSpec l;
+  l.kind = "local_cartesian_utm", l.origin_lat = 49.0, l.origin_lon = 8.42;
+  EXPECT_EQ(Projection::make(l, std::nullopt, "test").epsg(), 0);
+  EXPECT_EQ(Projection::make(u, std::nullopt, "test").epsg(), 32632);
+  EXPECT_EQ(Projection::of_crs("EPSG:25832", "test").epsg(), 25832);
+  EXPECT_EQ(Projection().epsg(), 0);
+}
+
 TEST(TileCrs, TilesDeclaringTwoCrssAreAnError) {
   test::TempDir dir;
   const std::string folder = write_tiles(dir, 32632, 32633);
