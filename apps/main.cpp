@@ -43,6 +43,8 @@
 #include "formats/maps/map_lines.h"
 #include "refine/infer.h"
 #include "refine/refine_map.h"
+#include "refine/map_check.h"
+#include "refine/passes.h"
 #include "refine/refine_map_tiles.h"
 #include "graph/comm.h"
 #include "graph/run_totals.h"
@@ -285,7 +287,18 @@ struct InferMapArgs {
   double margin = 0, min_length = 1.0;
   std::string tiles, tiles_format;  // --tiles: a tiled point-cloud map (formats/tiles/tile_set.h)
   double cache_mb = 2048, reach = -1;
+  PassOptions passes;  // refine/passes.h
 };
+
+std::vector<std::string> split_text_lines(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    out.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
 
 // The refined map's name must keep the map's format (the write-back writes that format).
 void check_out_format(const std::string& out, const std::string& map) {
@@ -308,7 +321,9 @@ MapReadOptions map_read_options(const InferMapArgs& a) {
   return mo;
 }
 
-void print_map_report(const SharedMap& map, const MapRefineReport& rep) {
+void print_map_report(const SharedMap& map, const MapRefineReport& rep, const std::vector<PassReport>& passes,
+                      const PassOptions& options) {
+  for (const std::string& line : split_text_lines(to_text(passes, options))) std::cerr << "  " << line << "\n";
   if (rep.categories.empty()) {
     std::set<std::string> have;
     for (const auto& l : map.map.lines) have.insert(l.category);
@@ -339,7 +354,17 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
   o.cache_bytes = int64_t(a.cache_mb * 1048576.0);
   o.reach = a.reach;
   TiledRefineReport rep;
-  const std::vector<Vec3d> d = refine_map_tiles(checkpoint, *map, tiles, o, &comm, &rep);
+  std::vector<PassReport> passes;
+  const std::vector<Vec3d> d = refine_in_passes(
+      *map, a.passes,
+      [&](const SharedMap& m, int pass) {
+        TiledRefineReport r;
+        std::vector<Vec3d> dp = refine_map_tiles(checkpoint, m, tiles, o, &comm, &r);
+        if (pass == 1) rep = r;
+        return dp;
+      },
+      &passes);
+  if (passes.size() > 1) restate_moves(map->map, d, o.map.categories, &rep.map);
   if (comm.rank() != 0) return 0;
   const MapWriteReport w = write_vector_map(out, map->map, d);
   std::string cats;
@@ -353,8 +378,27 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
   std::cerr << "  " << rep.groups << " home tile(s) with parts, crop reach " << rep.reach << " m; " << comm.describe()
             << "; rank 0: " << rep.tile_loads << " tile load(s), " << rep.tile_hits << " cache hit(s), at most "
             << rep.peak_bytes / 1048576 << " MB of tiles decoded at once\n";
-  print_map_report(*map, rep.map);
+  print_map_report(*map, rep.map, passes, a.passes);
   return 0;
+}
+
+// Every cloud in the first one's local frame (its auto origin, or `origin`), merged: a piece near
+// the border of two tiles is cropped from both. `boxes`: each cloud's world xy box.
+PointCloud decode_map_clouds(const std::vector<std::string>& clouds, const OriginPolicy& origin, std::vector<BoxXY>* boxes) {
+  std::vector<PointCloud> decoded;
+  OriginPolicy policy = origin;
+  for (const auto& path : clouds) {
+    const CloudFormat* format = format_of_path(path);
+    if (!format) fail(path, "unknown cloud file type (expected one of " + cloud_extensions_text() + ")");
+    DecodeInfo info;
+    decoded.push_back(format->decode(path, DecodeOptions{true, policy}, &info));
+    if (info.coarse()) std::cerr << "warning: " << coarse_warning(path, info) << "\n";
+    if (decoded.back().size() == 0) fail(path, "no valid points");
+    decoded.back().fields = {"x", "y", "z", "intensity"};
+    boxes->push_back(cloud_box(decoded.back()));
+    policy = OriginPolicy::at(decoded.back().origin);
+  }
+  return merge_clouds(std::move(decoded));
 }
 
 // infer on a vector map: the map's lines on the clouds refined, the map written back in its format
@@ -373,25 +417,20 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
   ro.margin = a.margin;
   ro.min_length = a.min_length;
   ro.pipeline_json = pipeline_json;
-  // Every cloud in the first one's local frame (its auto origin, or --origin), merged: a piece near
-  // the border of two tiles is cropped from both.
-  std::vector<PointCloud> decoded;
   std::vector<BoxXY> boxes;
-  OriginPolicy policy = origin;
-  for (const auto& path : clouds) {
-    const CloudFormat* format = format_of_path(path);
-    if (!format) fail(path, "unknown cloud file type (expected one of " + cloud_extensions_text() + ")");
-    DecodeInfo info;
-    decoded.push_back(format->decode(path, DecodeOptions{true, policy}, &info));
-    if (info.coarse()) std::cerr << "warning: " << coarse_warning(path, info) << "\n";
-    if (decoded.back().size() == 0) fail(path, "no valid points");
-    decoded.back().fields = {"x", "y", "z", "intensity"};
-    boxes.push_back(cloud_box(decoded.back()));
-    policy = OriginPolicy::at(decoded.back().origin);
-  }
-  const PointCloud cloud = merge_clouds(std::move(decoded));
+  const PointCloud cloud = decode_map_clouds(clouds, origin, &boxes);
   MapRefineReport rep;
-  const std::vector<Vec3d> d = refine_map(checkpoint, *map, cloud, boxes, ro, &rep);
+  std::vector<PassReport> passes;
+  const std::vector<Vec3d> d = refine_in_passes(
+      *map, a.passes,
+      [&](const SharedMap& m, int pass) {
+        MapRefineReport r;
+        std::vector<Vec3d> dp = refine_map(checkpoint, m, cloud, boxes, ro, &r);
+        if (pass == 1) rep = r;
+        return dp;
+      },
+      &passes);
+  if (passes.size() > 1) restate_moves(map->map, d, ro.categories, &rep);
   const MapWriteReport w = write_vector_map(out, map->map, d);
   std::string cats;
   for (const auto& c : ro.categories) cats += (cats.empty() ? "" : ", ") + c;
@@ -401,7 +440,66 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
   std::cerr << "  categories: " << (cats.empty() ? std::string("all") : cats)
             << (from_checkpoint ? " (the checkpoint's; --categories to choose)" : "") << "; local frame: origin "
             << OriginPolicy::at(cloud.origin).describe() << "\n";
-  print_map_report(*map, rep);
+  print_map_report(*map, rep, passes, a.passes);
+  return 0;
+}
+
+// A checkpoint tried on a map whose truth is known (refine/map_check.h): the true map refined (the
+// fixed point) and a perturbed copy refined, pass by pass, over clouds or tiles.
+struct EvaluateMapArgs {
+  uint64_t seed = 1;
+  PerturbParams perturb;
+  double piece_length = 10;
+};
+
+int cmd_evaluate_map(std::string checkpoint, const std::vector<std::string>& clouds, const InferMapArgs& a,
+                     const EvaluateMapArgs& e, const std::string& pipeline, const std::string& origin_text) {
+  checkpoint = checkpoint_of(checkpoint);
+  const std::string pipeline_json = pipeline.empty() ? "" : read_file(pipeline);
+  const std::shared_ptr<const SharedMap> truth = load_map_shared(a.map, map_read_options(a));
+  const bool from_checkpoint = a.categories.empty();
+  const std::vector<std::string> categories = from_checkpoint ? trained_categories(checkpoint, pipeline_json) : a.categories;
+  RefinePass refine;
+  TileSet region;
+  PointCloud cloud;
+  std::vector<BoxXY> boxes;
+  TiledRefineOptions o;
+  if (!a.tiles.empty()) {
+    region = scan_tiles(a.tiles, a.tiles_format, "--tiles");
+    o.map.categories = categories;
+    o.map.margin = a.margin;
+    o.map.min_length = a.min_length;
+    o.map.pipeline_json = pipeline_json;
+    o.cache_bytes = int64_t(a.cache_mb * 1048576.0);
+    o.reach = a.reach;
+    refine = [&](const SharedMap& m, int) { return refine_map_tiles(checkpoint, m, region, o, nullptr, nullptr); };
+  } else {
+    cloud = decode_map_clouds(clouds, parse_origin(origin_text, "--origin"), &boxes);
+    for (size_t k = 0; k < clouds.size(); ++k) {
+      TileInfo t;
+      t.path = clouds[k];
+      t.name = std::filesystem::path(clouds[k]).filename().string();
+      t.box = boxes[k];
+      region.tiles.push_back(t);
+    }
+    MapRefineOptions ro;
+    ro.categories = categories;
+    ro.margin = a.margin;
+    ro.min_length = a.min_length;
+    ro.pipeline_json = pipeline_json;
+    refine = [&, ro](const SharedMap& m, int) { return refine_map(checkpoint, m, cloud, boxes, ro, nullptr); };
+  }
+  const std::vector<Vec3d> noise = perturb_map(truth->map, e.perturb, e.seed, categories, e.piece_length);
+  const MapCheckResult r = check_map_refinement(*truth, noise, a.passes, refine, categories, region);
+  std::string cats;
+  for (const auto& c : categories) cats += (cats.empty() ? "" : ", ") + c;
+  std::cout << "checked " << checkpoint << " on " << a.map << " (" << truth->map.frame << ") over "
+            << (a.tiles.empty() ? std::to_string(clouds.size()) + " cloud(s)" : "the tiles of " + a.tiles)
+            << "; categories: " << (cats.empty() ? std::string("all") : cats)
+            << (from_checkpoint ? " (the checkpoint's)" : "") << "; perturbation seed " << e.seed << ", lateral "
+            << e.perturb.lateral_sigma << " m, vertical " << e.perturb.vertical_sigma << " m, shift "
+            << e.perturb.shift_sigma << " m, jitter " << e.perturb.jitter_sigma << " m\n\n"
+            << to_text(r);
   return 0;
 }
 
@@ -525,6 +623,56 @@ int main(int argc, char** argv) {
   infer->add_option("--origin", infer_origin,
                     "local frame of the computation: auto (as read_cloud's default) or x,y,z; the refined lines are "
                     "written in world coordinates either way");
+  auto add_pass_options = [](CLI::App* sub, sl::PassOptions& p, CLI::Option* needs) {
+    auto* n = sub->add_option("--passes", p.passes,
+                              "--map: refine in passes, each on the map the previous one moved, until this many ran or "
+                              "the moves stop (default " + std::to_string(sl::kDefaultPasses) + ")")
+                  ->check(CLI::Range(1, 100));
+    auto* t = sub->add_option("--pass-tolerance", p.tolerance,
+                              "--map: metres; a pass whose moves average at most this is the last (default " +
+                                  [] {
+                                    char b[32];
+                                    std::snprintf(b, sizeof b, "%g m", sl::kDefaultPassTolerance);
+                                    return std::string(b);
+                                  }() + ")")
+                  ->check(CLI::NonNegativeNumber);
+    if (needs) n->needs(needs), t->needs(needs);
+  };
+  add_pass_options(infer, infer_map.passes, map_opt);
+
+  std::vector<std::string> eval_clouds;
+  sl::InferMapArgs eval_map;
+  sl::EvaluateMapArgs eval_args;
+  std::string eval_ckpt, eval_pipeline, eval_origin = "auto";
+  auto* evaluate = app.add_subcommand(
+      "evaluate-map",
+      "try a checkpoint on a map whose truth is known: the true map refined (the fixed point: how far correct lines "
+      "move) and a perturbed copy refined, pass by pass, per category, over clouds or tiles");
+  evaluate->add_option("--checkpoint", eval_ckpt, "checkpoint file, or a run folder (its latest checkpoint)")->required();
+  evaluate->add_option("--truth", eval_map.map, "the true map (Lanelet2 .osm or GeoJSON)")->required();
+  auto* eval_cloud_opt = evaluate->add_option("--cloud", eval_clouds, "a cloud the map lies on (repeat --cloud)");
+  auto* eval_tiles_opt = evaluate->add_option("--tiles", eval_map.tiles, "a folder of tiles the map lies on")->excludes(eval_cloud_opt);
+  evaluate->add_option("--tiles-format", eval_map.tiles_format, "--tiles: the tiles' format (default: the one the folder holds)")
+      ->needs(eval_tiles_opt);
+  evaluate->add_option("--categories", eval_map.categories,
+                       "the categories, comma-separated (default: those the checkpoint was trained on)")
+      ->delimiter(',');
+  evaluate->add_option("--projection", eval_map.projection.kind, "the map's world frame (as infer --projection)");
+  evaluate->add_option("--map-origin", eval_map.map_origin, "LAT LON of the map origin")->expected(2);
+  evaluate->add_option("--seed", eval_args.seed, "the perturbation's seed");
+  evaluate->add_option("--lateral-sigma", eval_args.perturb.lateral_sigma, "std of the smooth sideways offset, metres")
+      ->check(CLI::NonNegativeNumber);
+  evaluate->add_option("--vertical-sigma", eval_args.perturb.vertical_sigma, "std of the smooth vertical offset, metres")
+      ->check(CLI::NonNegativeNumber);
+  evaluate->add_option("--jitter-sigma", eval_args.perturb.jitter_sigma, "std of the per-vertex jitter, metres")
+      ->check(CLI::NonNegativeNumber);
+  evaluate->add_option("--shift-sigma", eval_args.perturb.shift_sigma, "std of each line's xy shift, metres")
+      ->check(CLI::NonNegativeNumber);
+  evaluate->add_option("--piece-length", eval_args.piece_length, "metres per 3 smooth modes (as perturb-map)")
+      ->check(CLI::PositiveNumber);
+  evaluate->add_option("--pipeline", eval_pipeline, "training pipeline for the preprocessing (default: the checkpoint's)");
+  evaluate->add_option("--origin", eval_origin, "--cloud: local frame of the computation: auto or x,y,z");
+  add_pass_options(evaluate, eval_map.passes, nullptr);
 
   sl::add_commands(app);
 
@@ -566,6 +714,13 @@ int main(int argc, char** argv) {
         return kExitUsage;
       }
       return checked_stdout(sl::cmd_infer(ckpt, infer_clouds[0], lines_in, out, infer_pipeline, infer_origin));
+    }
+    if (*evaluate) {
+      if (eval_clouds.empty() && eval_map.tiles.empty()) {
+        std::cerr << "error: evaluate-map needs --cloud or --tiles\n";
+        return kExitUsage;
+      }
+      return checked_stdout(sl::cmd_evaluate_map(eval_ckpt, eval_clouds, eval_map, eval_args, eval_pipeline, eval_origin));
     }
     if (*doctor) {
       std::cout << sl::doctor_report();

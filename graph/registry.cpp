@@ -103,6 +103,13 @@ ParamSpec p_ints(std::string name, std::vector<long long> def, std::string doc, 
   p.min = min;
   return p;
 }
+ParamSpec p_floats(std::string name, std::vector<double> def, std::string doc, double min) {
+  std::string j = "[";
+  for (size_t i = 0; i < def.size(); ++i) j += (i ? "," : "") + num(def[i]);
+  ParamSpec p{std::move(name), ParamType::FloatList, j + "]", std::move(doc)};
+  p.min = min;
+  return p;
+}
 ParamSpec p_object(std::string name, std::vector<ParamSpec> fields, std::string doc) {
   ParamSpec p{std::move(name), ParamType::Object, "{}", std::move(doc)};
   p.fields = std::move(fields);

@@ -44,6 +44,7 @@ ParamSpec p_string(std::string name, std::string def, std::string doc, std::vect
 ParamSpec p_required_string(std::string name, std::string doc);
 ParamSpec p_strings(std::string name, std::vector<std::string> def, std::string doc);
 ParamSpec p_ints(std::string name, std::vector<long long> def, std::string doc, double min = -1e300);
+ParamSpec p_floats(std::string name, std::vector<double> def, std::string doc, double min = -1e300);
 ParamSpec p_object(std::string name, std::vector<ParamSpec> fields, std::string doc);
 ParamSpec p_nullable_string(std::string name, std::string doc);  // default null
 // A string among `choices` (the default is the first) or an array of `list_size` numbers.

@@ -166,7 +166,7 @@ void retract_live_model(const std::string& key) {
 }
 
 std::string make_eval_pipeline(const std::string& pipeline_json, const std::string& root, const std::string& sink_id,
-                               const std::string& live_key) {
+                               const std::string& live_key, bool fixed_point) {
   check_json_depth(pipeline_json, "eval: the run's pipeline");
   rapidjson::Document d;
   d.Parse(pipeline_json.c_str());
@@ -224,6 +224,16 @@ std::string make_eval_pipeline(const std::string& pipeline_json, const std::stri
       // The validation tiles (the map path, relative to the tiles' folder, finds the same map).
       p["root"].SetString(root.c_str(), a);
       p["shuffle"].SetBool(false);
+    } else if (type == "perturb_line") {
+      // Held-out lines are perturbed the same way every time (the figures stay comparable), or not
+      // at all for the fixed point.
+      if (p.HasMember("scales")) {
+        p["scales"].SetArray();
+        p["scales"].PushBack(1.0, a);
+      }
+      if (fixed_point)
+        for (const char* k : {"lateral_sigma", "vertical_sigma", "jitter_sigma", "shift_sigma"})
+          if (p.HasMember(k)) p[k].SetDouble(0.0);
     } else if (type == "batch") {
       p["drop_last"].SetBool(false);
       bool has_truth = false, has_frame = false;
@@ -249,8 +259,8 @@ std::string make_eval_pipeline(const std::string& pipeline_json, const std::stri
 }
 
 EvalOutcome evaluate_live_model(const RunContext& ctx, const std::string& root, const std::string& sink_id,
-                                const std::string& live_key) {
-  const std::string text = make_eval_pipeline(ctx.pipeline_json, root, sink_id, live_key);
+                                const std::string& live_key, bool fixed_point) {
+  const std::string text = make_eval_pipeline(ctx.pipeline_json, root, sink_id, live_key, fixed_point);
   RunResult r;
   std::string err;
   std::thread t([&] {

@@ -17,8 +17,11 @@ namespace sl {
 
 // The evaluation pipeline of a run: the source pointed at `root` (unshuffled, one epoch), the
 // last batch kept, "true_line" batched, and the sink `sink_id` replaced by eval_step(model_key).
+// perturb_line perturbs as its sigmas say (its training-only `scales` set to [1]); for the fixed
+// point (`fixed_point`) it perturbs nothing: the model is given the true lines, and the error
+// after it is how far it moves a line that was right.
 std::string make_eval_pipeline(const std::string& pipeline_json, const std::string& root, const std::string& sink_id,
-                               const std::string& model_key);
+                               const std::string& model_key, bool fixed_point = false);
 
 // A model an in-process evaluation may read, under the key "live:<address>" (eval_step's
 // "model" param), until it is retracted.
@@ -36,7 +39,7 @@ struct EvalOutcome {
 // graph must not run inside another graph's worker task). Ctrl-C (ctx.interrupt) stops it.
 // Throws sl::Error when the evaluation fails.
 EvalOutcome evaluate_live_model(const RunContext& ctx, const std::string& root, const std::string& sink_id,
-                                const std::string& live_key);
+                                const std::string& live_key, bool fixed_point = false);
 
 
 }  // namespace sl

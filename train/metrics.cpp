@@ -41,6 +41,27 @@ void RefineStats::add(const float* noisy, const float* pred, const float* target
   ++lines;
 }
 
+Spread RefineStats::after_spread() const {
+  std::vector<double> all;
+  for (const auto& [name, pe] : by_category) all.insert(all.end(), pe.after.begin(), pe.after.end());
+  return spread_of(std::move(all));
+}
+
+std::string RefineStats::fixed_point_line() const {
+  const Spread s = after_spread();
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "fixed point: the true lines refined end %.3f m from them (median %.3f, p95 %.3f m)",
+                s.mean, s.median, s.p95);
+  std::string out = buf;
+  std::string sep = "; ";
+  for (const auto& [name, pe] : by_category) {
+    std::snprintf(buf, sizeof buf, " %.3f", spread_of(pe.after).mean);
+    out += sep + (name.empty() ? std::string("(no category)") : name) + buf;
+    sep = ", ";
+  }
+  return out + (by_category.size() > 0 ? " m" : "");
+}
+
 std::vector<std::string> RefineStats::category_lines() const {
   std::vector<std::string> out;
   for (const auto& [name, pe] : by_category) {

@@ -33,6 +33,11 @@ struct RefineStats {
   // One line per category: "lane_marking: 250 lines, point error mean 0.061 m, median 0.050 m,
   // p95 0.150 m (input 0.290 / 0.262 / 0.650 m)".
   std::vector<std::string> category_lines() const;
+  // Over every category's line points (after).
+  Spread after_spread() const;
+  // The fixed point (this evaluation given the true lines): "fixed point: the true lines refined end
+  // 0.029 m from them (median 0.020, p95 0.084 m); curbstone:high 0.044, line_thin:dashed 0.027 m".
+  std::string fixed_point_line() const;
   double mean_before() const { return lines ? err_before / lines : 0; }
   double mean_after() const { return lines ? err_after / lines : 0; }
   double mse() const { return elements ? sq_error / elements : 0; }

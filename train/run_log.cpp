@@ -119,7 +119,7 @@ std::string json_escape(const std::string& in) {
 }
 }  // namespace
 
-std::string RunLog::eval(int64_t step, int64_t epoch, const RefineStats& s) {
+std::string RunLog::eval(int64_t step, int64_t epoch, const RefineStats& s, const RefineStats* fixed) {
   char line[512];
   std::snprintf(line, sizeof line, "{\"type\":\"eval\",\"step\":%lld,\"epoch\":%lld,\"lines\":%lld,\"mse\":%.6g,\"err_before_m\":%.6g,\"err_after_m\":%.6g,\"improved\":%.4f",
                 (long long)step, (long long)epoch, (long long)s.lines, s.mse(), s.mean_before(), s.mean_after(), s.improved_share());
@@ -137,7 +137,23 @@ std::string RunLog::eval(int64_t step, int64_t epoch, const RefineStats& s) {
     rec += (first ? "\"" : ",\"") + json_escape(name) + c;
     first = false;
   }
-  rec += "}}\n";
+  rec += "}";
+  if (fixed) {
+    const Spread f = fixed->after_spread();
+    char c[200];
+    std::snprintf(c, sizeof c, ",\"fixed_point\":{\"mean_m\":%.6g,\"median_m\":%.6g,\"p95_m\":%.6g,\"categories\":{", f.mean,
+                  f.median, f.p95);
+    rec += c;
+    bool first_fixed = true;
+    for (const auto& [name, pe] : fixed->by_category) {
+      const Spread a = spread_of(pe.after);
+      std::snprintf(c, sizeof c, "\":{\"mean_m\":%.6g,\"median_m\":%.6g,\"p95_m\":%.6g}", a.mean, a.median, a.p95);
+      rec += (first_fixed ? "\"" : ",\"") + json_escape(name) + c;
+      first_fixed = false;
+    }
+    rec += "}}";
+  }
+  rec += "}\n";
   metrics_.append(rec);
   char msg[256];
   std::snprintf(msg, sizeof msg, "eval after epoch %lld (step %lld): %lld val lines, mean point error %.3f m -> %.3f m (%.0f%%), %.0f%% improved",

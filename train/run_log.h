@@ -46,7 +46,9 @@ class RunLog {
   // the sum over that many ranks (ranks.h: sum_counts_over_ranks), and both say so.
   void epoch_counts(int64_t step, int64_t epoch, const std::map<std::string, int64_t>& counts, int ranks = 1);
   // The eval line; returns the sentence that says it ("eval after epoch ...").
-  std::string eval(int64_t step, int64_t epoch, const RefineStats& s);
+  // `fixed`: the same evaluation given the true lines (the fixed point), when it ran; it goes into
+  // the record as "fixed_point" (mean, median, p95 and per category, metres).
+  std::string eval(int64_t step, int64_t epoch, const RefineStats& s, const RefineStats* fixed = nullptr);
 
   // The run report, rewritten after checkpoints so that it can be reloaded while the run goes
   // on: a report that cannot be made costs a warning, one that cannot be written (a full disk,

@@ -6,6 +6,7 @@
 #include "graph/stage.h"
 #include "geometry/perturb.h"
 #include "geometry/polyline.h"
+#include "graph/error.h"
 
 namespace sl {
 namespace {
@@ -13,7 +14,9 @@ namespace {
 class PerturbLine : public Stage {
  public:
   // At inference the given line is the noisy one: resampled to L points, no noise added.
-  PerturbLine(const Params& p, bool inference) : L_((int)p.get_int("points")), to_line_(p.get_string("target") == "line") {
+  PerturbLine(const Params& p, bool inference)
+      : L_((int)p.get_int("points")), to_line_(p.get_string("target") == "line"), scales_(p.get_floats("scales")) {
+    if (scales_.empty()) fail(p.where("scales"), "needs at least one factor (e.g. [1])");
     const float k = inference ? 0.f : 1.f;
     prm_.lateral_sigma = k * (float)p.get_float("lateral_sigma");
     prm_.vertical_sigma = k * (float)p.get_float("vertical_sigma");
@@ -25,7 +28,12 @@ class PerturbLine : public Stage {
     auto s = std::get<std::shared_ptr<Sample>>(in);
     Tensor truth = resample_polyline(polyline_of(s->at("line")), L_);
     Tensor noisy, target;
-    perturb_line(truth, prm_, mix_seed(s->seed, 2), &noisy, &target);
+    PerturbParams prm = prm_;
+    if (scales_.size() > 1 || scales_[0] != 1.0) {  // this sample's scale (one list of [1]: the sigmas as given)
+      const float f = (float)scales_[mix_seed(s->seed, 3) % scales_.size()];
+      prm.lateral_sigma *= f, prm.vertical_sigma *= f, prm.jitter_sigma *= f, prm.shift_sigma *= f;
+    }
+    perturb_line(truth, prm, mix_seed(s->seed, 2), &noisy, &target);
     if (to_line_) target_to_line(truth, noisy, &target);
     s->tensors["true_line"] = std::move(truth);
     s->tensors["noisy_line"] = std::move(noisy);
@@ -37,6 +45,7 @@ class PerturbLine : public Stage {
   int L_;
   bool to_line_;
   PerturbParams prm_;
+  std::vector<double> scales_;
 };
 
 void register_perturb_line(StageRegistry& r) {
@@ -55,6 +64,11 @@ void register_perturb_line(StageRegistry& r) {
       p_float("jitter_sigma", 0.03, "std of the per-point jitter, metres", 0),
       p_float("shift_sigma", 0.2, "std of the global xy shift, metres", 0),
       p_int("smooth_modes", 3, "low-frequency sine modes of the smooth offset", 1, 16),
+      p_floats("scales", {1.0},
+               "training: each sample's four sigmas times one of these factors, drawn from the sample's seed (e.g. "
+               "[0, 0.1, 0.3, 1]: a quarter of the lines each, down to lines already right, so the model also learns "
+               "small offsets and to leave a correct line alone); evaluation uses the sigmas as given",
+               0),
       p_string("target", "point",
                "target_offset: point (true point - noisy point, along-line shift included) or line (the true line's "
                "nearest point - noisy point: what the evaluation measures)",

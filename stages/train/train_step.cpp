@@ -361,6 +361,9 @@ class TrainStep : public Stage {
       log_.note("evaluation interrupted");
       return;
     }
+    // The fixed point beside it: the same held-out lines given as they truly are. A model that
+    // moves correct lines is one a map maker cannot trust however small its error on perturbed ones.
+    const EvalOutcome fixed = evaluate_live_model(ctx, eval_root_, id, live_key_, true);
     r.examples.step = step_;
     r.examples.epoch = epoch;
     try {
@@ -370,9 +373,10 @@ class TrainStep : public Stage {
     } catch (const Error& e) {
       log_.note(std::string("warning: ") + e.what() + " (the run report will lack before/after pictures)");
     }
-    const std::string said = log_.eval(step_, epoch, r.stats);
+    const std::string said = log_.eval(step_, epoch, r.stats, fixed.interrupted ? nullptr : &fixed.stats);
     log_.note(said);
-    const std::vector<std::string> cats = r.stats.category_lines();
+    std::vector<std::string> cats = r.stats.category_lines();
+    if (!fixed.interrupted) cats.push_back(fixed.stats.fixed_point_line());
     for (const std::string& c : cats) log_.note("  " + c);
     if (!r.skips.empty())
       log_.note("  (" + std::to_string(r.skips.size()) + " validation sample(s) skipped, e.g. " + r.skips[0].item +

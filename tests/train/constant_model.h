@@ -18,7 +18,10 @@ namespace sl::test {
 
 inline void write_constant_checkpoint(const std::string& path, const std::array<float, 3>& offset,
                                       std::vector<std::string> sets = {}) {
-  std::vector<std::string> all = {"train.model.encoder=[8,16]", "train.model.line_mlp=[8]", "train.model.regressor=[8]",
+  // The seeds' model (its output layer is the table's last) in one view (the mirror images would
+  // average a sideways offset away), with the map pipeline's preprocessing.
+  std::vector<std::string> all = {"train.model.type=line_refiner", "train.model.views=1",
+                                  "train.model.encoder=[8,16]", "train.model.line_mlp=[8]", "train.model.regressor=[8]",
                                   "resample.points=64", "perturb.points=8"};
   all.insert(all.end(), sets.begin(), sets.end());
   const PipelineSpec spec = load_pipeline(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train_map.json", all);

@@ -1,0 +1,181 @@
+// Inference in passes (refine/passes.h) and the map check built on it (refine/map_check.h), with
+// refiners whose every move is known: each pass sees the map the passes before it moved, the moves
+// add up, the passes stop at the limit or when the moves do, and the errors per pass are the
+// distances a map maker would measure.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "graph/error.h"
+#include "refine/map_check.h"
+#include "refine/passes.h"
+
+namespace sl {
+namespace {
+
+namespace fs = std::filesystem;
+
+class PassesTest : public ::testing::Test {
+ protected:
+  fs::path dir = fs::temp_directory_path() / ("sl_passes_" + std::to_string(::getpid()));
+  void SetUp() override { fs::create_directories(dir); }
+  void TearDown() override { fs::remove_all(dir); }
+  // Two lines in UTM 32N metres: a curb along x at y = 0.1 (its truth at y = 0), a marking at y = 5.
+  SharedMap map(double curb_y = 0.1) {
+    const fs::path p = dir / "map.geojson";
+    char curb[200];
+    std::snprintf(curb, sizeof curb, "[[500000,%.3f,0],[500004,%.3f,0],[500010,%.3f,0]]", 5400000 + curb_y,
+                  5400000 + curb_y, 5400000 + curb_y);
+    std::ofstream(p) << R"({"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:ogc:def:crs:EPSG::32632"}},"features":[)"
+                     << R"({"type":"Feature","properties":{"type":"curb"},"geometry":{"type":"LineString","coordinates":)"
+                     << curb << "}},"
+                     << R"({"type":"Feature","properties":{"type":"marking"},"geometry":{"type":"LineString","coordinates":[[500000,5400005,0],[500010,5400005,0]]}})"
+                     << "]}";
+    return make_shared_map(read_vector_map(p.string()));
+  }
+};
+
+// A refiner that moves every curb vertex half way to y = 0 (where its truth is), in the map it is given.
+RefinePass halfway(std::vector<double>* seen_y) {
+  return [seen_y](const SharedMap& m, int) {
+    std::vector<Vec3d> d(m.map.vertices.size(), Vec3d{0, 0, 0});
+    for (const auto& line : m.map.lines) {
+      if (line.category != "curb") continue;
+      for (uint32_t v : line.vertex) d[v][1] = -0.5 * (m.map.vertices[v].world[1] - 5400000.0);
+      if (seen_y) seen_y->push_back(m.map.vertices[line.vertex[0]].world[1] - 5400000.0);
+    }
+    return d;
+  };
+}
+
+TEST_F(PassesTest, EachPassSeesTheMovedMapTheMovesAddUpAndThePassesStopWhenTheMovesDo) {
+  const SharedMap m = map();
+  std::vector<double> seen;
+  std::vector<PassReport> passes;
+  // Pass k moves the curb by 0.1 / 2^k: 0.05, 0.025, 0.0125, then 0.00625 < 0.01: the last.
+  const std::vector<Vec3d> d = refine_in_passes(m, PassOptions{10, 0.01}, halfway(&seen), &passes);
+  ASSERT_EQ(passes.size(), 4u);
+  ASSERT_EQ(seen.size(), 4u);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_NEAR(seen[size_t(k)], 0.1 / std::pow(2.0, k), 1e-9) << "pass " << k + 1 << " did not see the moved map";
+    EXPECT_EQ(passes[size_t(k)].pass, k + 1);
+    EXPECT_EQ(passes[size_t(k)].moved_vertices, 3);
+    EXPECT_NEAR(passes[size_t(k)].max_move, 0.1 / std::pow(2.0, k + 1), 1e-9);
+    EXPECT_NEAR(passes[size_t(k)].mean_move, 0.1 / std::pow(2.0, k + 1), 1e-9);
+  }
+  // The total: 0.1 * (1 - 1/16) towards the truth, on the curb's vertices only.
+  for (const auto& line : m.map.lines)
+    for (uint32_t v : line.vertex) EXPECT_NEAR(d[v][1], line.category == "curb" ? -0.1 * 15 / 16 : 0.0, 1e-9);
+  EXPECT_NE(to_text(passes, PassOptions{10, 0.01}).find("the moves stopped after pass 4 (they averaged 0.006"),
+            std::string::npos);
+  // At the limit first: two passes.
+  passes.clear();
+  const std::vector<Vec3d> two = refine_in_passes(m, PassOptions{2, 0.0}, halfway(nullptr), &passes);
+  ASSERT_EQ(passes.size(), 2u);
+  EXPECT_NEAR(two[m.map.lines[0].vertex[1]][1], -0.075, 1e-9);
+  EXPECT_NE(to_text(passes, PassOptions{2, 0.0}).find("stopped at the pass limit 2"), std::string::npos);
+  // A map already right stops after one pass that moved nothing.
+  passes.clear();
+  refine_in_passes(map(0.0), PassOptions{5, 0.001}, halfway(nullptr), &passes);
+  ASSERT_EQ(passes.size(), 1u);
+  EXPECT_EQ(passes[0].moved_vertices, 0);
+  EXPECT_THROW(refine_in_passes(m, PassOptions{0, 0.01}, halfway(nullptr), nullptr), Error);
+}
+
+// The stop is on the pass's mean move: one vertex that keeps moving 0.1 m a pass (a piece the model
+// keeps nudging) does not keep the passes going while the others have settled.
+TEST_F(PassesTest, ThePassesStopOnTheMeanMoveNotOnOneVertexThatKeepsMoving) {
+  const SharedMap m = map();
+  ASSERT_EQ(m.map.vertices.size(), 5u);
+  const uint32_t restless = m.map.lines[0].vertex[0];
+  int calls = 0;
+  const RefinePass one_keeps_moving = [&](const SharedMap& cur, int) {
+    ++calls;
+    std::vector<Vec3d> d(cur.map.vertices.size(), Vec3d{0, 0.001, 0});
+    d[restless] = {0.1, 0, 0};
+    return d;
+  };
+  std::vector<PassReport> passes;
+  refine_in_passes(m, PassOptions{5, 0.05}, one_keeps_moving, &passes);  // mean (0.1 + 4 x 0.001) / 5
+  EXPECT_EQ(calls, 1);
+  ASSERT_EQ(passes.size(), 1u);
+  EXPECT_NEAR(passes[0].mean_move, 0.0208, 1e-12);
+  EXPECT_EQ(passes[0].max_move, 0.1);
+  calls = 0;
+  refine_in_passes(m, PassOptions{5, 0.01}, one_keeps_moving, nullptr);
+  EXPECT_EQ(calls, 5);
+}
+
+TEST_F(PassesTest, AMovedMapMovesVerticesAndLinePointsAndKeepsEverythingElse) {
+  const SharedMap m = map();
+  std::vector<Vec3d> d(m.map.vertices.size(), Vec3d{0, 0, 0});
+  d[1] = {0.5, -0.25, 2.0};
+  const VectorMap moved = moved_map(m.map, d);
+  ASSERT_EQ(moved.vertices.size(), m.map.vertices.size());
+  for (size_t v = 0; v < d.size(); ++v)
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(moved.vertices[v].world[c], m.map.vertices[v].world[c] + d[v][c]);
+  for (size_t l = 0; l < moved.lines.size(); ++l) {
+    EXPECT_EQ(moved.lines[l].id, m.map.lines[l].id);
+    EXPECT_EQ(moved.lines[l].category, m.map.lines[l].category);
+    for (size_t k = 0; k < moved.lines[l].vertex.size(); ++k)
+      EXPECT_EQ(moved.lines[l].points[k], moved.vertices[moved.lines[l].vertex[k]].world);
+  }
+  EXPECT_EQ(moved.source, m.map.source);
+  d.pop_back();
+  EXPECT_THROW(moved_map(m.map, d), Error);
+}
+
+TEST_F(PassesTest, TheReportsMovesAreRestatedForTheTotalOfThePasses) {
+  const SharedMap m = map();
+  MapRefineReport rep;
+  rep.categories["curb"].vertices = 3;
+  rep.categories["marking"].vertices = 2;
+  rep.left = {m.map.label(0) + ": crop: too few points", m.map.label(1) + ": crop: too few points"};
+  std::vector<Vec3d> d(m.map.vertices.size(), Vec3d{0, 0, 0});
+  d[m.map.lines[0].vertex[0]] = {0, -0.3, 0.4};  // 0.5 m
+  d[m.map.lines[0].vertex[2]] = {0, -0.1, 0};
+  restate_moves(m.map, d, {}, &rep);
+  EXPECT_EQ(rep.moved_vertices, 2);
+  EXPECT_EQ(rep.categories["curb"].moved_lines, 1);
+  EXPECT_EQ(rep.categories["curb"].moved_vertices, 2);
+  EXPECT_NEAR(rep.categories["curb"].mean_move, 0.3, 1e-12);
+  EXPECT_NEAR(rep.categories["curb"].max_move, 0.5, 1e-12);
+  EXPECT_EQ(rep.categories["marking"].moved_vertices, 0);
+  ASSERT_EQ(rep.left.size(), 1u) << "the curb moved in a later pass: no longer left as given";
+  EXPECT_EQ(rep.left[0].rfind(m.map.label(1), 0), 0u);
+}
+
+// The fixed point and the perturbed map, pass by pass, measured as map_error measures them.
+TEST_F(PassesTest, TheMapCheckMeasuresTheTrueMapRefinedAndThePerturbedMapAfterEachPass) {
+  const SharedMap truth = map(0.0);
+  TileSet region;
+  TileInfo t;
+  t.box = BoxXY{499990, 5399990, 500020, 5400020};
+  region.tiles.push_back(t);
+  // The noise: the curb 0.2 m to the side (+y). The refiner: half way back to y = 0 each pass.
+  std::vector<Vec3d> noise(truth.map.vertices.size(), Vec3d{0, 0, 0});
+  for (uint32_t v : truth.map.lines[0].vertex) noise[v][1] = 0.2;
+  const MapCheckResult r = check_map_refinement(truth, noise, PassOptions{3, 0.0}, halfway(nullptr), {"curb"}, region);
+  ASSERT_EQ(r.fixed.size(), 1u) << "the true map moves nothing: one pass";
+  EXPECT_EQ(r.fixed[0].rows.back().full.mean, 0.0);
+  ASSERT_EQ(r.perturbed.size(), 3u);
+  EXPECT_NEAR(r.perturbed_input.rows.back().full.mean, 0.2, 1e-6);
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(r.perturbed[size_t(k)].rows.back().full.mean, 0.2 / std::pow(2.0, k + 1), 1e-6);
+  const std::string text = to_text(r);
+  EXPECT_NE(text.find("The true map refined (the fixed point"), std::string::npos) << text;
+  EXPECT_NE(text.find("The perturbed map refined"), std::string::npos) << text;
+  EXPECT_NE(text.find("   0.200  0.200    0.100  0.100    0.050  0.050    0.025  0.025"), std::string::npos) << text;
+  // Vertices outside the region are left out (they cannot move).
+  TileSet far;
+  TileInfo f;
+  f.box = BoxXY{0, 0, 1, 1};
+  far.tiles.push_back(f);
+  const MapCheckResult none = check_map_refinement(truth, noise, PassOptions{1, 0.0}, halfway(nullptr), {"curb"}, far);
+  EXPECT_EQ(none.perturbed_input.outside, 3);
+}
+
+}  // namespace
+}  // namespace sl
