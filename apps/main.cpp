@@ -290,6 +290,9 @@ struct InferMapArgs {
   PassOptions passes;  // refine/passes.h
 };
 
+// "; chosen by: <why>" when the reader said why it chose the map's frame.
+std::string frame_why(const VectorMap& m) { return m.frame_reason.empty() ? "" : "; chosen by: " + m.frame_reason; }
+
 std::vector<std::string> split_text_lines(const std::string& text) {
   std::vector<std::string> out;
   for (size_t at = 0; at < text.size();) {
@@ -369,7 +372,7 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
   const MapWriteReport w = write_vector_map(out, map->map, d);
   std::string cats;
   for (const auto& c : o.map.categories) cats += (cats.empty() ? "" : ", ") + c;
-  std::cerr << "refined " << a.map << " (" << map->map.frame << ") over " << tiles.tiles.size() << " tile(s) of "
+  std::cerr << "refined " << a.map << " (" << map->map.frame << frame_why(map->map) << ") over " << tiles.tiles.size() << " tile(s) of "
             << tiles.dir << " with " << checkpoint << " -> " << out << " (" << w.moved_vertices << " vertices written moved"
             << (w.dropped_z ? ", " + std::to_string(w.dropped_z) + " of them without a height to move" : std::string()) << ")\n";
   std::cerr << "  categories: " << (cats.empty() ? std::string("all") : cats)
@@ -434,7 +437,7 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
   const MapWriteReport w = write_vector_map(out, map->map, d);
   std::string cats;
   for (const auto& c : ro.categories) cats += (cats.empty() ? "" : ", ") + c;
-  std::cerr << "refined " << a.map << " (" << map->map.frame << ") over " << clouds.size() << " cloud(s) with "
+  std::cerr << "refined " << a.map << " (" << map->map.frame << frame_why(map->map) << ") over " << clouds.size() << " cloud(s) with "
             << checkpoint << " -> " << out << " (" << w.moved_vertices << " vertices written moved"
             << (w.dropped_z ? ", " + std::to_string(w.dropped_z) + " of them without a height to move" : std::string()) << ")\n";
   std::cerr << "  categories: " << (cats.empty() ? std::string("all") : cats)
@@ -493,7 +496,7 @@ int cmd_evaluate_map(std::string checkpoint, const std::vector<std::string>& clo
   const MapCheckResult r = check_map_refinement(*truth, noise, a.passes, refine, categories, region);
   std::string cats;
   for (const auto& c : categories) cats += (cats.empty() ? "" : ", ") + c;
-  std::cout << "checked " << checkpoint << " on " << a.map << " (" << truth->map.frame << ") over "
+  std::cout << "checked " << checkpoint << " on " << a.map << " (" << truth->map.frame << frame_why(truth->map) << ") over "
             << (a.tiles.empty() ? std::to_string(clouds.size()) + " cloud(s)" : "the tiles of " + a.tiles)
             << "; categories: " << (cats.empty() ? std::string("all") : cats)
             << (from_checkpoint ? " (the checkpoint's)" : "") << "; perturbation seed " << e.seed << ", lateral "
@@ -585,9 +588,17 @@ int main(int argc, char** argv) {
                     "those the checkpoint was trained on)")
       ->delimiter(',')
       ->needs(map_opt);
+  std::string kinds;
+  for (const auto& k : sl::projection_kinds()) kinds += (kinds.empty() ? "" : ", ") + k;
   infer->add_option("--projection", infer_map.projection.kind,
-                    "--map: the map's world frame: auto, utm, mgrs, transverse_mercator or local (as read_map_lines)")
-      ->check(CLI::IsMember({"auto", "utm", "mgrs", "transverse_mercator", "local"}))
+                    "--map: the map's world frame: " + kinds +
+                        " (auto: the map's map_projector_info.yaml, else Autoware's default; as read_map_lines)")
+      ->check(CLI::IsMember(sl::projection_kinds()))
+      ->needs(map_opt);
+  infer->add_option("--projector-info", infer_map.projection.projector_info,
+                    "--map, Lanelet2: Autoware's map_projector_info.yaml to read the map with (default: the one beside "
+                    "the map, if any)")
+      ->check(CLI::ExistingFile)
       ->needs(map_opt);
   infer->add_option("--map-origin", infer_map.map_origin, "--map: LAT LON of the map origin (UTM zone, MGRS square, TM centre)")
       ->expected(2)
@@ -657,7 +668,11 @@ int main(int argc, char** argv) {
   evaluate->add_option("--categories", eval_map.categories,
                        "the categories, comma-separated (default: those the checkpoint was trained on)")
       ->delimiter(',');
-  evaluate->add_option("--projection", eval_map.projection.kind, "the map's world frame (as infer --projection)");
+  evaluate->add_option("--projection", eval_map.projection.kind, "the map's world frame (as infer --projection)")
+      ->check(CLI::IsMember(sl::projection_kinds()));
+  evaluate->add_option("--projector-info", eval_map.projection.projector_info,
+                       "Lanelet2: Autoware's map_projector_info.yaml to read the map with (default: the one beside it)")
+      ->check(CLI::ExistingFile);
   evaluate->add_option("--map-origin", eval_map.map_origin, "LAT LON of the map origin")->expected(2);
   evaluate->add_option("--seed", eval_args.seed, "the perturbation's seed");
   evaluate->add_option("--lateral-sigma", eval_args.perturb.lateral_sigma, "std of the smooth sideways offset, metres")

@@ -190,6 +190,18 @@ TEST(AtomicFile, TheSweepReachesSubfoldersAndTheFirstWriteIntoAFolderSweepsIt) {
   EXPECT_EQ(read_file(other.path("sub/run.json")), "{}");
 }
 
+// Whether a process holds a write lock on `path` (what the sweep asks, without taking a lock).
+bool held_by_a_writer(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct flock fl {};
+  fl.l_type = F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  const bool held = ::fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+  ::close(fd);
+  return held;
+}
+
 // The writer's own lock, seen from outside: a child writes a large file again and again; stopped
 // (SIGSTOP) in the middle of a write, its temporary file survives every sweep; killed, it goes
 // with the next one, at once.
@@ -209,10 +221,12 @@ TEST(AtomicFile, AWriteInProgressIsNeverSweptAndAKilledOnesFileGoesAtOnce) {
       continue;
     }
     ::kill(child, SIGSTOP);
-    // Stopped where it is: still in the write when its temporary file is there now.
+    // Stopped where it is: in the write when its temporary file is there now and locked (between
+    // the file's creation and its lock the writer is not yet protected: a sweep then may remove it,
+    // and the writer makes it again).
     int st = 0;
     ::waitpid(child, &st, WUNTRACED);
-    if (fs::exists(tmp)) caught = true;
+    if (fs::exists(tmp) && held_by_a_writer(tmp)) caught = true;
     else ::kill(child, SIGCONT);
   }
   ASSERT_TRUE(caught) << "the child's write was never caught in progress";
