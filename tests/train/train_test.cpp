@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include "data/gen.h"
 #include "graph/atomic_file.h"
@@ -269,6 +271,38 @@ TEST_F(TrainRun, EvalInsideTheRunMatchesAnEvaluationOfTheFinalCheckpoint) {
   std::snprintf(want, sizeof want, "%lld val lines", (long long)lines);
   for (const auto& s : r.summaries) saw |= s.find(want) != std::string::npos;
   EXPECT_TRUE(saw) << "no summary with '" << want << "'";
+
+  // The fixed point beside it: the same checkpoint evaluated on the held-out lines unperturbed --
+  // the pipeline's perturbation set to zero here by hand -- gives the record's "fixed_point", and
+  // its input is the truth itself.
+  ASSERT_TRUE(evals[1].HasMember("fixed_point")) << "the evaluation record has no fixed point";
+  rapidjson::Document pipeline;
+  pipeline.Parse(f.metadata.at("pipeline").c_str());
+  ASSERT_FALSE(pipeline.HasParseError());
+  int perturbs = 0;
+  for (auto& st : pipeline["stages"].GetArray()) {
+    if (std::string(st["type"].GetString()) != "perturb_line") continue;
+    ++perturbs;
+    for (const char* k : {"lateral_sigma", "vertical_sigma", "jitter_sigma", "shift_sigma"}) st["params"][k].SetDouble(0.0);
+  }
+  ASSERT_EQ(perturbs, 1);
+  rapidjson::StringBuffer sb;
+  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+  pipeline.Accept(w);
+  const std::string key2 = publish_live_model(&model);
+  RunContext unperturbed;
+  unperturbed.pipeline_json = sb.GetString();
+  const EvalOutcome still = evaluate_live_model(unperturbed, (root_ / "val").string(), "train", key2);
+  retract_live_model(key2);
+  EXPECT_EQ(still.stats.mean_before(), 0.0) << "the unperturbed input is the true line";
+  const Spread fixed = still.stats.after_spread();
+  EXPECT_GT(fixed.mean, 0.0) << "a two-epoch model does not return the truth exactly";
+  const auto& fp = evals[1]["fixed_point"];
+  EXPECT_PRED2(near6, fp["mean_m"].GetDouble(), fixed.mean);
+  EXPECT_PRED2(near6, fp["median_m"].GetDouble(), fixed.median);
+  EXPECT_PRED2(near6, fp["p95_m"].GetDouble(), fixed.p95);
+  // And the held-out figures were not changed by it: the perturbed input's error is the same.
+  EXPECT_GT(evals[1]["err_before_m"].GetDouble(), 0.05);
 }
 
 TEST(RefineMetrics, PointToPolylineAndStatsOnKnownGeometry) {
