@@ -210,7 +210,7 @@ TEST(AtomicFile, AWriteInProgressIsNeverSweptAndAKilledOnesFileGoesAtOnce) {
   const std::string path = dir.path("step_00000001.safetensors");
   const pid_t child = ::fork();
   if (child == 0) {
-    const std::string big(32 << 20, 'w');
+    const std::string big(8 << 20, 'w');
     for (;;) write_file_atomic(path, big);
   }
   const std::string tmp = path + ".tmp.sl" + std::to_string(child);
