@@ -1,6 +1,6 @@
 // Data tools of the CLI:
 //   streamline gen-data ROOT [--kind map|sweep] [--seed N] [--train N] [--val N] [--format pcd|bin|nuscenes|ply|las]
-//                          [--offset E,N,Z] [--map lanelet2|geojson] [--utm-zone Z] [--tile-size M]
+//                          [--edges classic|realistic] [--offset E,N,Z] [--map lanelet2|geojson] [--utm-zone Z] [--tile-size M]
 //   streamline inspect FILE [--json] [--render OUT.png] [--lines LINES.json] [--meters M] [--size PX]
 //   streamline inspect MAP.osm|MAP.geojson [--json] [--projection KIND] [--map-origin LAT LON] [--projector-info YAML]
 //   streamline report RUN_DIR
@@ -39,6 +39,7 @@ constexpr int kOk = 0, kFailure = 1;
 struct GenArgs {
   std::string root;
   std::string kind = GenConfig{}.kind;
+  std::string edges = GenConfig{}.edges;
   uint64_t seed = GenConfig{}.seed;
   int train = GenConfig{}.train_scenes, val = GenConfig{}.val_scenes;
   std::string format = GenConfig{}.cloud_format;
@@ -140,6 +141,7 @@ int cmd_gen_data(const GenArgs& a) {
   remove_stale_temp_files(a.root, true);  // a killed gen-data's, in every split's folder
   GenConfig cfg;
   cfg.kind = a.kind;
+  cfg.edges = a.edges;
   cfg.seed = a.seed;
   cfg.train_scenes = a.train;
   cfg.val_scenes = a.val;
@@ -340,6 +342,11 @@ void add_commands(CLI::App& app) {
                     "map (default): an accumulated map per scene, a sweep every 1 m along the drive within 30 m, registered "
                     "with <= 2 cm pose error, merged and voxel-downsampled to 5 cm; sweep: one LiDAR sweep per scene")
       ->check(CLI::IsMember({"map", "sweep"}));
+  c.gen->add_option("--edges", c.g.edges,
+                    "classic (default: curbs and lane markings, categories curb and lane_marking) or realistic: "
+                    "road_border, curbstone:high/low, line_thin/line_thick (solid, dashed, solid_solid, dashed_solid, "
+                    "solid_dashed), stop_line, in Lanelet2's type:subtype names (docs/data.md)")
+      ->check(CLI::IsMember({"classic", "realistic"}));
   c.gen->add_option("--seed", c.g.seed, "dataset seed (the bytes depend only on the seed and the counts)");
   c.gen->add_option("--train", c.g.train, "training scenes")->check(CLI::NonNegativeNumber);
   c.gen->add_option("--val", c.g.val, "validation scenes")->check(CLI::NonNegativeNumber);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "data/edges.h"
 #include "data/voxel.h"
 #include "graph/error.h"
 #include "formats/maps/lines_json.h"
@@ -73,7 +74,7 @@ struct Marking {
   double phase;  // dash pattern offset along s
 };
 
-enum Material { kAsphalt, kMarking, kSidewalk, kGrass, kCurbFace, kPole, kCar, kBuilding, kVegetation };
+enum Material { kAsphalt, kMarking, kSidewalk, kGrass, kCurbFace, kPole, kCar, kBuilding, kVegetation, kGravel, kGutter };
 
 struct Pole { double x, y, r, z0, z1; };
 struct Box { double x, y, c, s, hx, hy, z0, z1, refl; Material mat; };
@@ -88,8 +89,15 @@ struct Objects {
 
 // A marking's paint in the map kind: its own reflectivity, fading along it (a long wave) and worn
 // through in patches (a short one), as a surveyed road's markings are.
+// With realistic edges it is also covered in stretches (patched asphalt, dirt): no paint there.
 struct Paint {
   double refl, fade, fade_k, fade_p, worn, worn_k, worn_p;
+  std::vector<std::array<double, 2>> covers;  // along the line: [from, to] without paint
+  bool covered(double s) const {
+    for (const auto& c : covers)
+      if (s >= c[0] && s <= c[1]) return true;
+    return false;
+  }
   double at(double s) const {
     const double f = 0.5 + 0.5 * std::sin(fade_k * s + fade_p), p = std::max(0.0, std::sin(worn_k * s + worn_p));
     return refl * (1 - fade * f - worn * p * p);
@@ -105,8 +113,14 @@ struct World {
   double curb_u = 0, curb_h = 0, marking_half_width = 0.075;
   std::vector<Marking> markings;
   bool map_kind = false;
-  std::vector<Paint> paint;  // per marking, the map kind only
+  std::vector<Paint> paint;  // per marking (realistic: then per stop line), the map kind only
   Objects obj;
+  // GenConfig::edges "realistic": the edges and markings of `layout` replace the symmetric curbs and
+  // `markings` above (which are still drawn, so that the other draws stay in step); curb_u and curb_h
+  // then bound the edges (the map's corridor and the sweeps' cull use them).
+  bool realistic = false;
+  RoadLayout layout;
+  double side_u(int side) const { return realistic ? layout.edge[side > 0 ? 1 : 0].u : curb_u; }  // side -1 / +1
 
   double ground(double x, double y) const {
     double z = base + sx * x + sy * y;
@@ -241,15 +255,29 @@ World make_world(const GenConfig& cfg, Rng& rng) {
   w.curb_u = half + rng.uniform(0.3, 0.6);
   w.curb_h = rng.uniform(0.12, 0.15);
   const double sidewalk = rng.uniform(2.0, 4.0);
+  if (cfg.edges == "realistic") {
+    Rng layout_rng(mix_seed(rng.next(), 0x6564676573ULL));  // "edges"
+    w.realistic = true;
+    w.layout = draw_road_layout(layout_rng, lanes, lane_w, cfg.line_half_length);
+    w.curb_u = 0, w.curb_h = 0;
+    for (const RoadEdge& e : w.layout.edge)
+      w.curb_u = std::max(w.curb_u, e.u), w.curb_h = std::max({w.curb_h, e.height, e.lowered_height});
+  }
 
-  auto surface_at = [&](double x, double y) { return w.ground(x, y) + (w.abs_u(x, y) >= w.curb_u ? w.curb_h : 0); };
+  auto surface_at = [&](double x, double y) {
+    if (!w.realistic) return w.ground(x, y) + (w.abs_u(x, y) >= w.curb_u ? w.curb_h : 0);
+    double s, u;
+    w.road.to_road(x, y, &s, &u);
+    const RoadEdge& e = w.layout.edge[u >= 0 ? 1 : 0];
+    return w.ground(x, y) + (std::fabs(u) >= e.u ? e.height_at(s) : 0);
+  };
   auto clear_of_sensor = [&](double x, double y, double rad) { return std::hypot(x, y) > rad + 2.5; };
 
   const int n_poles = 6 + (int)rng.below(9);
   for (int i = 0; i < n_poles; ++i) {
     const double s = rng.uniform(-60, 60), side = rng.uniform() < 0.5 ? -1 : 1;
     double x, y;
-    w.road.to_world(s, side * (w.curb_u + rng.uniform(0.4, 1.2)), &x, &y);
+    w.road.to_world(s, side * (w.side_u(int(side)) + rng.uniform(0.4, 1.2)), &x, &y);
     const double r = rng.uniform(0.08, 0.16), z0 = surface_at(x, y);
     if (clear_of_sensor(x, y, r)) w.obj.poles.push_back({x, y, r, z0, z0 + rng.uniform(4, 9)});
   }
@@ -268,7 +296,7 @@ World make_world(const GenConfig& cfg, Rng& rng) {
     const double s = rng.uniform(-70, 70), side = rng.uniform() < 0.5 ? -1 : 1;
     const double hy = rng.uniform(3, 8);
     double x, y;
-    w.road.to_world(s, side * (w.curb_u + sidewalk + rng.uniform(4, 12) + hy), &x, &y);
+    w.road.to_world(s, side * (w.side_u(int(side)) + sidewalk + rng.uniform(4, 12) + hy), &x, &y);
     const double yaw = w.road.direction(s), z0 = w.ground(x, y) - 0.5;
     w.obj.boxes.push_back({x, y, std::cos(yaw), std::sin(yaw), rng.uniform(4, 12), hy, z0, z0 + rng.uniform(4, 12),
                        rng.uniform(0.15, 0.3), kBuilding});
@@ -278,7 +306,7 @@ World make_world(const GenConfig& cfg, Rng& rng) {
     const double s = rng.uniform(-70, 70), side = rng.uniform() < 0.5 ? -1 : 1;
     const double r = rng.uniform(1.0, 2.5);
     double x, y;
-    w.road.to_world(s, side * (w.curb_u + sidewalk + r + rng.uniform(0.2, 3)), &x, &y);
+    w.road.to_world(s, side * (w.side_u(int(side)) + sidewalk + r + rng.uniform(0.2, 3)), &x, &y);
     w.obj.blobs.push_back({x, y, surface_at(x, y) + rng.uniform(0.8, 1.0) * r * 1.2, r, r * rng.uniform(0.8, 1.4)});
   }
   return w;
@@ -314,7 +342,7 @@ struct Hit {
   Material mat;
   double refl;       // boxes' reflectivity
   double s;          // road coordinate of the true hit
-  int marking = -1;  // index into World::markings
+  int marking = -1;  // index into World::markings (realistic: into the layout's markings, then its stop lines)
 };
 
 // One ray from o along the unit vector d, against the surface (with the curb face) and `obj`: the
@@ -323,7 +351,10 @@ struct Hit {
 // The ray's first meeting with the surface, or 1e30: the ground; beyond the curb line the surface
 // is raised, and a ray that reaches the raised zone below its top crosses the curb's vertical face
 // first (*mat kCurbFace, else unchanged).
+double surface_hit_edges(const World& w, const double o[3], const double d[3], Material* mat);
+
 double surface_hit(const World& w, const double o[3], const double d[3], Material* mat) {
+  if (w.realistic) return surface_hit_edges(w, o, d, mat);
   auto hit_surface = [&](double lift) { return w.map_kind ? hit_ground_converged(w, o, d, lift) : hit_ground(w, o, d, lift); };
   double t = 1e30;
   double tg = hit_surface(0);
@@ -350,6 +381,80 @@ double surface_hit(const World& w, const double o[3], const double d[3], Materia
     }
   }
   return t;
+}
+
+// The same with realistic edges: each side's step (height_at(s), possibly 0) beyond |u| = its edge's u.
+// Where a curb's height changes along s (a lowered stretch's ends, a ramp in reality) the step is the
+// one at the base hit's s.
+double surface_hit_edges(const World& w, const double o[3], const double d[3], Material* mat) {
+  auto hit_surface = [&](double lift) { return w.map_kind ? hit_ground_converged(w, o, d, lift) : hit_ground(w, o, d, lift); };
+  const double tg = hit_surface(0);
+  if (!(tg > 0)) return 1e30;
+  double s, u;
+  w.road.to_road(o[0] + tg * d[0], o[1] + tg * d[1], &s, &u);
+  const int side = u >= 0 ? 1 : 0;
+  const RoadEdge& e = w.layout.edge[side];
+  if (std::fabs(u) < e.u) return tg;
+  const double h = e.height_at(s);
+  if (h <= 0) return tg;
+  auto beyond = [&](double t) {
+    const double ut = w.road.lateral(o[0] + t * d[0], o[1] + t * d[1]);
+    return side ? ut >= e.u : ut <= -e.u;
+  };
+  const double tr = hit_surface(h);
+  if (tr > 0 && beyond(tr)) return tr;
+  double lo = tr > 0 ? tr : 0, hi = tg;  // the face: bisection on the edge line
+  for (int it = 0; it < 30; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    (beyond(mid) ? hi : lo) = mid;
+  }
+  const double x = o[0] + hi * d[0], y = o[1] + hi * d[1];
+  if (o[2] + hi * d[2] > w.ground(x, y) + h) return 1e30;  // above the top: no face (as the map kind's curbs)
+  *mat = kCurbFace;
+  return hi;
+}
+
+// What a surface point at road coordinates (s, u) of a realistic road shows: the paint of a marking
+// (*marking its index, *along where along it), a gutter, what lies beyond the edge, or asphalt.
+Material road_material(const World& w, double s, double u, int* marking, double* along) {
+  const RoadEdge& e = w.layout.edge[u >= 0 ? 1 : 0];
+  const double au = std::fabs(u);
+  if (au >= e.u) {
+    if (au >= e.u + e.beyond_width) return kGrass;
+    switch (e.beyond) {
+      case Beyond::Sidewalk: return kSidewalk;
+      case Beyond::Grass: return kGrass;
+      case Beyond::Gravel: return kGravel;
+      case Beyond::Gutter: return kGutter;
+    }
+  }
+  if (au >= e.u - e.gutter) return kGutter;
+  auto paint_covered = [&](size_t k, double a) { return k < w.paint.size() && w.paint[k].covered(a); };
+  const auto& ms = w.layout.markings;
+  for (size_t k = 0; k < ms.size(); ++k)
+    for (const Stripe& st : ms[k].stripes)
+      if (std::fabs(u - (ms[k].u + st.du)) <= st.half_width && st.painted(s) && !paint_covered(k, s)) {
+        *marking = int(k), *along = s;
+        return kMarking;
+      }
+  for (size_t j = 0; j < w.layout.stops.size(); ++j) {
+    const StopLine& st = w.layout.stops[j];
+    if (std::fabs(s - st.s) <= st.half_width && u >= st.u0 && u <= st.u1 && !paint_covered(ms.size() + j, u)) {
+      *marking = int(ms.size() + j), *along = u;  // a stop line's paint varies across the road
+      return kMarking;
+    }
+  }
+  return kAsphalt;
+}
+
+// The surface's texture: a return's height spread on loose or growing ground (m).
+double roughness(Material m) {
+  switch (m) {
+    case kGravel: return 0.008;
+    case kGrass: return 0.012;
+    case kSidewalk: case kGutter: return 0.002;
+    default: return 0;
+  }
 }
 
 bool cast_ray(const World& w, const Objects& obj, const GenConfig& cfg, const double o[3], const double d[3],
@@ -379,7 +484,12 @@ bool cast_ray(const World& w, const Objects& obj, const GenConfig& cfg, const do
   h->x = o[0] + tn * d[0], h->y = o[1] + tn * d[1], h->z = o[2] + tn * d[2];
   h->refl = refl, h->s = 0, h->marking = -1;
   // Material of a surface hit, decided at the true hit point.
-  if (mat == kAsphalt) {
+  if (mat == kAsphalt && w.realistic) {
+    double s, uu;
+    w.road.to_road(o[0] + t * d[0], o[1] + t * d[1], &s, &uu);
+    mat = road_material(w, s, uu, &h->marking, &h->s);
+    if (const double r = roughness(mat); r > 0) h->z += r * rng.normal();
+  } else if (mat == kAsphalt) {
     const double hx = o[0] + t * d[0], hy = o[1] + t * d[1];
     double s, uu;
     w.road.to_road(hx, hy, &s, &uu);
@@ -412,6 +522,8 @@ double intensity(const World& w, const Hit& h, Rng& rng) {
     case kPole: v = rng.normal(0.35, 0.05); break;
     case kCar: case kBuilding: v = rng.normal(h.refl, 0.04); break;
     case kVegetation: v = rng.normal(0.15, 0.05); break;
+    case kGravel: v = rng.normal(0.18, 0.07); break;  // loose stones: brighter than asphalt, speckled
+    case kGutter: v = rng.normal(0.30, 0.04); break;  // concrete
   }
   return clamp01(v);
 }
@@ -596,14 +708,71 @@ PointCloud map_cloud(const GenConfig& cfg, const World& w, uint64_t seed) {
 std::vector<Paint> make_paint(const World& w, uint64_t seed) {
   Rng rng(mix_seed(seed, 0x7061696e74ULL));  // "paint"
   std::vector<Paint> out;
-  for (size_t k = 0; k < w.markings.size(); ++k) {
+  const size_t n = w.realistic ? w.layout.markings.size() + w.layout.stops.size() : w.markings.size();
+  for (size_t k = 0; k < n; ++k) {
     Paint p;
     p.refl = rng.uniform(0.5, 0.75);
     p.fade = rng.uniform(0.0, 0.3), p.fade_k = 2 * kPi / rng.uniform(20, 80), p.fade_p = rng.uniform(0, 2 * kPi);
     p.worn = rng.uniform(0.0, 0.5), p.worn_k = 2 * kPi / rng.uniform(4, 15), p.worn_p = rng.uniform(0, 2 * kPi);
     out.push_back(p);
   }
+  if (w.realistic) {  // partly covered: 0-2 stretches of 0.5-4 m without paint per line (a stop line: 0-1 of 0.3-1 m)
+    Rng cover_rng(mix_seed(seed, 0x636f766572ULL));  // "cover"
+    for (size_t k = 0; k < n; ++k) {
+      const bool stop = k >= w.layout.markings.size();
+      const StopLine* st = stop ? &w.layout.stops[k - w.layout.markings.size()] : nullptr;
+      const int m = int(cover_rng.below(stop ? 2 : 3));
+      for (int c = 0; c < m; ++c) {  // along a marking: s within the annotated +-45 m and a little beyond
+        const double len = stop ? cover_rng.uniform(0.3, 1.0) : cover_rng.uniform(0.5, 4);
+        const double at = stop ? cover_rng.uniform(st->u0, st->u1) : cover_rng.uniform(-50, 50);
+        out[k].covers.push_back({at - len / 2, at + len / 2});
+      }
+    }
+  }
   return out;
+}
+
+// The lines of a realistic road (GenConfig::edges): the longitudinal markings right to left (the lanes'
+// bounds), then each side's edge right, left (a curbstone:high cut at its lowered stretches into
+// curbstone:high and curbstone:low pieces that share their end vertices), then the stop lines; every line
+// >= 3 vertices (a Lanelet2 writer splits each in two ways), z on the surface (an edge: on its top).
+void realistic_lines(const GenConfig& cfg, const World& w, SyntheticScene* out) {
+  const double L = cfg.line_half_length, step = cfg.vertex_spacing;
+  auto vertices = [&](double length) { return std::max(3, (int)std::lround(length / step) + 1); };
+  auto add = [&](const std::string& type, const std::string& subtype, auto&& at, int n) {
+    Polyline l;
+    l.id = (int64_t)out->lines.size(), l.category = lanelet2_category(type, subtype);
+    for (int i = 0; i < n; ++i) {
+      double x, y, z;
+      at(double(i) / (n - 1), &x, &y, &z);
+      l.points.push_back({(float)x, (float)y, (float)z});
+    }
+    out->lines.push_back(std::move(l));
+    out->line_subtype.push_back(subtype);
+  };
+  auto along = [&](double u, double s0, double s1, double lift) {  // a line along the road at u
+    return [&w, u, s0, s1, lift](double f, double* x, double* y, double* z) {
+      w.road.to_world(s0 + (s1 - s0) * f, u, x, y);
+      *z = w.ground(*x, *y) + lift;
+    };
+  };
+  for (const MarkingLine& m : w.layout.markings) add(m.type, m.subtype, along(m.u, -L, L, 0), vertices(2 * L));
+  for (int side = 0; side < 2; ++side) {
+    const RoadEdge& e = w.layout.edge[side];
+    const double u = side ? e.u : -e.u;
+    double s0 = -L;
+    for (const auto& iv : e.lowered) {  // sorted, apart, within (-L, L)
+      add(e.type, "high", along(u, s0, iv[0], e.height), vertices(iv[0] - s0));
+      add(e.type, "low", along(u, iv[0], iv[1], e.lowered_height), vertices(iv[1] - iv[0]));
+      s0 = iv[1];
+    }
+    add(e.type, e.subtype, along(u, s0, L, e.height), vertices(L - s0));
+  }
+  for (const StopLine& st : w.layout.stops)
+    add("stop_line", "", [&w, &st](double f, double* x, double* y, double* z) {
+      w.road.to_world(st.s, st.u0 + (st.u1 - st.u0) * f, x, y);
+      *z = w.ground(*x, *y);
+    }, vertices(st.u1 - st.u0));
 }
 
 }  // namespace
@@ -663,6 +832,8 @@ uint64_t scene_seed(const GenConfig& cfg, int split, int index) {
 
 SyntheticScene generate_scene(const GenConfig& cfg, uint64_t seed) {
   if (cfg.kind != "map" && cfg.kind != "sweep") fail("gen-data --kind", "unknown kind \"" + cfg.kind + "\" (map or sweep)");
+  if (cfg.edges != "classic" && cfg.edges != "realistic")
+    fail("gen-data --edges", "unknown edges \"" + cfg.edges + "\" (classic or realistic)");
   if (cfg.kind == "map" && !(cfg.map_sweep_spacing > 0 && cfg.map_range > 0 && cfg.map_azimuth_step_deg > 0 && cfg.map_voxel > 0 &&
                              cfg.map_margin >= 0 && cfg.line_half_length >= 0))
     fail("gen-data", "the map kind needs a positive sweep spacing, range, azimuth step and voxel, and a margin >= 0");
@@ -691,10 +862,21 @@ SyntheticScene generate_scene(const GenConfig& cfg, uint64_t seed) {
     }
     out.lines.push_back(std::move(l));
   };
+  if (w.realistic) {
+    realistic_lines(cfg, w, &out);
+    return out;
+  }
   for (const Marking& m : w.markings) add_line("lane_marking", m.dashed ? "dashed" : "solid", m.u, 0);
   add_line("curb", "high", -w.curb_u, w.curb_h);
   add_line("curb", "high", w.curb_u, w.curb_h);
   return out;
+}
+
+RoadLayout road_layout(const GenConfig& cfg, uint64_t seed) {
+  Rng rng(seed);
+  GenConfig c = cfg;
+  c.edges = "realistic";
+  return make_world(c, rng).layout;
 }
 
 DatasetEvidence generate_dataset(const std::string& root, const GenConfig& cfg) {

@@ -20,6 +20,20 @@
 // one continuous line through its gaps, as annotators draw lane boundaries).
 // Intensities are reflectivities in [0, 1] (asphalt ~0.06, markings ~0.65).
 //
+// Road edges and markings (GenConfig::edges):
+//  - "classic" (the default; the main job's data and every published figure): the above, lines in the
+//    categories lane_marking (subtype solid / dashed) and curb (subtype high);
+//  - "realistic": every road edge and marking a real map has, per scene and side drawn from
+//    data/edges.h's catalogue: road_border (at grade or a step <= 1 cm; asphalt to gravel, grass, a
+//    sidewalk or a gutter), curbstone:high (10-16 cm, lowered to 2-4 cm at driveways: curbstone:low
+//    pieces), curbstone:low (2-6 cm), line_thin / line_thick in solid, dashed (five rhythms),
+//    solid_solid, dashed_solid, solid_dashed, and stop lines; each line's category is Lanelet2's
+//    "type:subtype" ("road_border", "stop_line" alone). Beyond an edge: sidewalk 0.22, grass 0.12,
+//    gravel 0.18 (speckled), gutter concrete 0.30, with a height spread on gravel (8 mm) and grass (12 mm).
+//    The map kind's paint is worn and faded as above and also covered in 0-2 stretches per line.
+//    The clutter (poles, cars, buildings, vegetation) is placed as in classic. The other draws are
+//    classic's, so a realistic scene has the same road (curve, lanes, slope) as the classic one of its seed.
+//
 // Two kinds of cloud (GenConfig::kind), over the same world and the same lines:
 //  - "sweep": the single sweep above, taken at the origin (online mapping from one sweep);
 //  - "map" (the default): an accumulated map, as mapping pipelines make one. The vehicle drives its
@@ -42,6 +56,7 @@
 #include <string>
 #include <vector>
 
+#include "data/edges.h"
 #include "data/evidence.h"
 #include "geometry/rng.h"
 #include "graph/message.h"
@@ -52,6 +67,7 @@ struct GenConfig {
   uint64_t seed = 7;
   int train_scenes = 24, val_scenes = 6;
   std::string kind = "map";           // "map" (sweeps along the drive, registered, merged, voxel-downsampled) or "sweep"
+  std::string edges = "classic";      // "classic" (curbs and lane markings) or "realistic" (data/edges.h; see above)
   int rings = 64;                     // laser rings
   float azimuth_step_deg = 0.2f;      // one ray per ring per step: 1800 columns
   float elevation_min_deg = -24.8f;   // lowest ring
@@ -94,15 +110,19 @@ constexpr std::array<double, 3> kMapOffset{500000, 5400000, 0};
 struct SyntheticScene {
   PointCloud cloud;  // fields x, y, z, intensity
   std::vector<Polyline> lines;
-  std::vector<std::string> line_subtype;  // per line: "solid" / "dashed" (markings), "high" (curbs)
+  std::vector<std::string> line_subtype;  // per line: "solid" / "dashed" (markings), "high" (curbs); realistic: Lanelet2's subtype ("" for none)
 };
+
+// The realistic layout (edges, markings, stop lines) of scene `seed`, as generate_scene with
+// cfg.edges = "realistic" draws it (its world alone: no cloud).
+RoadLayout road_layout(const GenConfig& cfg, uint64_t seed);
 
 // The seed of scene `index` of a split (0 = train, 1 = val): a scene depends only on it.
 uint64_t scene_seed(const GenConfig& cfg, int split, int index);
 
 // One scene in memory (used by generate_dataset, tests and benchmarks), of cfg.kind. A map scene's
 // sweeps run in parallel (oneTBB); its bytes do not depend on the thread count.
-SyntheticScene generate_scene(const GenConfig& cfg, uint64_t seed);
+SyntheticScene generate_scene(const GenConfig& cfg, uint64_t seed);  // checks cfg.kind and cfg.edges
 
 // A map sweep's registration error, a rigid transform about its sensor position: a point p of the
 // sweep lands at sensor + Rot(r) (p - sensor) + t. t uniform in +-map_pose_translation per axis, r
@@ -148,11 +168,13 @@ DatasetEvidence generate_dataset(const std::string& root, const GenConfig& cfg);
 //  - Lanelet2 (as JOSM and Lanelet2's writer write it): nodes with lat/lon from the inverse UTM
 //    projection (11 decimals, about 1 micrometre) and `ele` (exact: the shortest text of the double); no local_x/local_y, which in
 //    Autoware maps mean an MGRS square's frame, not UTM. Markings are ways type=line_thin with
-//    subtype solid or dashed, curbs type=curbstone subtype=high. Every line is two ways that share the
+//    subtype solid or dashed, curbs type=curbstone subtype=high (realistic edges: each line's category
+//    as type and subtype; road_border and stop_line have no subtype tag). Every line is two ways that share the
 //    node where they meet (maps split lines where lanelets end), and each lane is two lanelet
-//    relations (left and right: the markings either side).
+//    relations (left and right: the longitudinal markings either side; a lane beside an edge with no
+//    edge line gets none).
 //  - GeoJSON (RFC 7946): one LineString feature per line, [lon, lat, z] in the shortest text that
-//    reads back exactly, properties type, subtype and scene.
+//    reads back exactly, properties type, subtype (where there is one) and scene.
 // Read with projection utm (what `auto` picks for lat/lon) the lines come back in the clouds' frame,
 // each on its own scene, to about a micrometre.
 DatasetEvidence generate_map_dataset(const std::string& root, const GenConfig& cfg);  // generate_dataset calls it when cfg.map is set

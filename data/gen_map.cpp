@@ -30,8 +30,20 @@ std::array<double, 3> base_offset(const GenConfig& cfg) {
   return cfg.offset == std::array<double, 3>{0, 0, 0} ? kMapOffset : cfg.offset;
 }
 
-// Map categories of the generator's lines (Lanelet2's types: thin painted lines, raised curbs).
-const char* lanelet2_type(const std::string& category) { return category == "curb" ? "curbstone" : "line_thin"; }
+// A line's Lanelet2 type: the classic categories' (thin painted lines, raised curbs), else the
+// category's part before ':' (the realistic edges' categories are Lanelet2's type:subtype). The
+// subtype is the scene's line_subtype; an empty one writes no subtype tag.
+std::string lanelet2_type(const std::string& category) {
+  if (category == "curb") return "curbstone";
+  if (category == "lane_marking") return "line_thin";
+  return category.substr(0, category.find(':'));
+}
+
+// Whether a line bounds lanes: the longitudinal markings (listed right to left, before the edges).
+bool lane_bound(const std::string& category) {
+  const std::string t = lanelet2_type(category);
+  return t == "line_thin" || t == "line_thick";
+}
 
 std::array<double, 3> world_of(const SceneLines& s, const std::array<float, 3>& p) {
   return {double(p[0]) + s.offset[0], double(p[1]) + s.offset[1], double(p[2]) + s.offset[2]};
@@ -72,8 +84,9 @@ std::string lanelet2_text(const std::vector<SceneLines>& scenes, const Projectio
         ways += "  <way id=\"" + std::to_string(id) + "\" version=\"1\">\n";
         for (size_t k = half == 0 ? 0 : mid; k <= (half == 0 ? mid : ids.size() - 1); ++k)
           ways += "    <nd ref=\"" + std::to_string(ids[k]) + "\"/>\n";
-        ways += std::string("    <tag k=\"type\" v=\"") + lanelet2_type(l.category) + "\"/>\n    <tag k=\"subtype\" v=\"" +
-                scenes[s].subtype[li] + "\"/>\n  </way>\n";
+        ways += "    <tag k=\"type\" v=\"" + lanelet2_type(l.category) + "\"/>\n";
+        if (!scenes[s].subtype[li].empty()) ways += "    <tag k=\"subtype\" v=\"" + scenes[s].subtype[li] + "\"/>\n";
+        ways += "  </way>\n";
       }
       line_ways[s].push_back(lw);
     }
@@ -82,7 +95,7 @@ std::string lanelet2_text(const std::vector<SceneLines>& scenes, const Projectio
     // curbs last); a lanelet's left bound is the marking on its left along the line's direction.
     std::vector<size_t> markings;
     for (size_t li = 0; li < scenes[s].lines.size(); ++li)
-      if (scenes[s].lines[li].category == "lane_marking") markings.push_back(li);
+      if (lane_bound(scenes[s].lines[li].category)) markings.push_back(li);
     for (size_t k = 0; k + 1 < markings.size(); ++k)
       for (int half = 0; half < 2; ++half) {
         const LineWays& right = line_ways[s][markings[k]];
@@ -106,9 +119,9 @@ std::string geojson_text(const std::vector<SceneLines>& scenes, const Projection
       const Polyline& l = s.lines[li];
       o += first ? "\n" : ",\n";
       first = false;
-      o += std::string("{\"type\": \"Feature\", \"properties\": {\"type\": \"") + lanelet2_type(l.category) +
-           "\", \"subtype\": \"" + s.subtype[li] + "\", \"scene\": \"" + s.name +
-           "\"}, \"geometry\": {\"type\": \"LineString\", \"coordinates\": [";
+      o += "{\"type\": \"Feature\", \"properties\": {\"type\": \"" + lanelet2_type(l.category) + "\", ";
+      if (!s.subtype[li].empty()) o += "\"subtype\": \"" + s.subtype[li] + "\", ";
+      o += "\"scene\": \"" + s.name + "\"}, \"geometry\": {\"type\": \"LineString\", \"coordinates\": [";
       for (size_t k = 0; k < l.points.size(); ++k) {
         const auto w = world_of(s, l.points[k]);
         const auto ll = utm.inverse(w[0], w[1]);

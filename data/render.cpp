@@ -7,6 +7,7 @@
 
 #include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "formats/maps/categories.h"
 
 namespace sl {
 
@@ -74,8 +75,14 @@ void render_topdown_png(const PointCloud& cloud, const std::vector<Polyline>& li
     for (int k = 0; k < 3; ++k) p[k] = (uint8_t)std::lround((1 - a) * p[k] + a * c[k]);
   };
   for (const Polyline& l : lines) {
-    static const uint8_t kOrange[3] = {255, 140, 0}, kCyan[3] = {0, 200, 255}, kMagenta[3] = {255, 0, 255};
-    const uint8_t* c = l.category == "lane_marking" ? kOrange : l.category == "curb" ? kCyan : kMagenta;
+    static const uint8_t kOrange[3] = {255, 140, 0}, kCyan[3] = {0, 200, 255}, kGreen[3] = {40, 220, 60},
+                         kRed[3] = {255, 40, 40}, kMagenta[3] = {255, 0, 255};
+    const std::string name = canonical_category(l.category), type = name.substr(0, name.find(':'));
+    const uint8_t* c = type == "line_thin" || type == "line_thick" ? kOrange
+                       : type == "curbstone"                       ? kCyan
+                       : type == "road_border"                     ? kGreen
+                       : type == "stop_line"                       ? kRed
+                                                                   : kMagenta;
     for (size_t k = 0; k + 1 < l.points.size(); ++k) {
       const double ax = px(l.points[k][0]), ay = py(l.points[k][1]);
       const double bx = px(l.points[k + 1][0]), by = py(l.points[k + 1][1]);

@@ -14,6 +14,7 @@
 #include "graph/atomic_file.h"
 #include "graph/error.h"
 #include "graph/json_depth.h"
+#include "formats/maps/categories.h"
 #include "formats/maps/json_numbers.h"
 #include "formats/clouds/origin.h"
 
@@ -125,7 +126,7 @@ LinesFile parse_lines_json(const std::string& text, const std::string& path, con
         pl.points[pi][k] = static_cast<float>(local);
       }
     }
-    if (categories.empty() || std::find(categories.begin(), categories.end(), pl.category) != categories.end())
+    if (category_matches(pl.category, categories))
       out.lines.push_back(std::move(pl));
   }
   return out;

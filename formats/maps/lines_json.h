@@ -28,7 +28,9 @@ struct LinesFile {
   std::array<double, 3> origin{0, 0, 0};  // world position of local (0, 0, 0)
 };
 
-// categories: keep only lines of these categories (empty = all). Lines that are filtered out
+// categories: keep only lines of these categories (empty = all), as category_matches selects them
+// (formats/maps/categories.h: a type selects its type:subtype; lane_marking and curb are aliases of
+// Lanelet2's names, both ways). Lines that are filtered out
 // are still validated. A line with more than max_points_per_line points is an error. Every
 // coordinate is read as a double (correctly rounded) and becomes float(world - origin): the
 // shift is exact, in double, before anything is rounded to float32.

@@ -48,17 +48,6 @@ VectorMap read_vector_map(const std::string& path, const MapReadOptions& options
   fail(path, "not a vector map: neither OSM XML (Lanelet2, .osm) nor GeoJSON (.geojson)");
 }
 
-bool category_matches(const std::string& category, const std::vector<std::string>& wanted) {
-  if (wanted.empty()) return true;
-  for (const auto& w : wanted) {
-    if (category == w) return true;
-    if (w.find(':') == std::string::npos && category.size() > w.size() && category.compare(0, w.size(), w) == 0 &&
-        category[w.size()] == ':')
-      return true;
-  }
-  return false;
-}
-
 Polyline local_polyline(const VectorMap& map, size_t line_index, const Vec3d& origin) {
   const MapLine& l = map.lines.at(line_index);
   Polyline p;

@@ -39,6 +39,7 @@
 
 #include "graph/message.h"
 #include "geometry/line_offsets.h"
+#include "formats/maps/categories.h"
 #include "formats/maps/projection.h"
 
 namespace sl {
@@ -137,9 +138,7 @@ VectorMap read_vector_map(const std::string& path, const MapReadOptions& options
 // The formats by extension: .osm -> Lanelet2, .geojson/.geojsonl/.geojsons -> GeoJSON; false for anything else.
 bool is_vector_map_path(const std::string& path);
 
-// Category filter: an entry "line_thin" matches "line_thin" and every "line_thin:<subtype>"; an
-// entry "line_thin:solid" matches only that. Empty `wanted` matches everything.
-bool category_matches(const std::string& category, const std::vector<std::string>& wanted);
+// category_matches (the category filter, with the old names as aliases): formats/maps/categories.h.
 
 // A line as the pipeline's float32 polyline in a cloud's local frame: world - origin, subtracted
 // in double. Its id is `line_index` (the position in VectorMap::lines), so results map back.
