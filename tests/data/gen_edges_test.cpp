@@ -415,6 +415,16 @@ TEST(GenEdges, VectorMapsCarryTheCategoriesAsTypeAndSubtype) {
     std::multiset<std::string> got;
     std::set<std::string> lane_bounds;
     for (const auto& l : vm.lines) got.insert(l.category);
+    // The old names select what they stand for in the map: every painted lane line and every curb,
+    // no road border, no stop line (what a checkpoint trained with ["lane_marking", "curb"] refines).
+    int old_names = 0, painted_or_curb = 0;
+    for (const auto& l : vm.lines) {
+      old_names += category_matches(l.category, {"lane_marking", "curb"});
+      painted_or_curb += l.category.rfind("line_thin:", 0) == 0 || l.category.rfind("line_thick:", 0) == 0 ||
+                         l.category.rfind("curbstone:", 0) == 0;
+    }
+    EXPECT_EQ(old_names, painted_or_curb);
+    EXPECT_LT(old_names, int(vm.lines.size()));
     if (g.map == "lanelet2") {
       // Two ways per line.
       std::multiset<std::string> doubled;
