@@ -34,6 +34,7 @@
 #include "formats/clouds/kitti.h"
 #include "formats/clouds/las.h"
 #include "formats/clouds/ply.h"
+#include "formats/maps/categories.h"
 #include "formats/maps/lines_json.h"
 #include "formats/clouds/pcd.h"
 #include "dataset/sample_cache.h"
@@ -251,7 +252,7 @@ inline void lines_json(const uint8_t* data, size_t size) {
       for (const auto& l : lf.lines) {
         SL_FUZZ_CHECK(l.points.size() >= 2);
         if (variant == 1) SL_FUZZ_CHECK(l.points.size() <= 16);
-        if (variant == 0) SL_FUZZ_CHECK(l.category == "lane_marking" || l.category == "curb");
+        if (variant == 0) SL_FUZZ_CHECK(category_matches(l.category, {"lane_marking", "curb"}));  // the aliases' Lanelet2 names too
         for (const auto& q : l.points)
           for (float v : q) SL_FUZZ_CHECK(std::isfinite(v));
       }
