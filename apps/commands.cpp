@@ -7,6 +7,7 @@
 // Exit codes as main.cpp: 0 ok, 1 failure (the message names the file and the reason), 2 usage.
 #include "apps/commands.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -26,6 +27,7 @@
 #include "formats/clouds/mapped_file.h"
 #include "formats/clouds/pcd.h"
 #include "formats/tiles/tile_set.h"
+#include "formats/maps/projection.h"
 #include "formats/maps/vector_map.h"
 #include "refine/map_error.h"
 
@@ -47,7 +49,45 @@ struct GenArgs {
   std::string map;     // "", lanelet2, geojson
   int utm_zone = GenConfig{}.utm_zone;
   double tile_size = 0;  // with --map: a tiled map of tiles this side (m)
+  std::string crs;       // --crs: "EPSG:N", "none", "" (the default: gen_crs)
 };
+
+// The CRS gen-data declares in its LAS files: the frame it writes. With --map, the UTM zone (north) the
+// map's lat/lon are projected in, EPSG:326<--utm-zone> (--crs may only repeat it, or say none); without
+// a map, the frame of --offset is the user's to name (--crs EPSG:N), none by default; without --offset
+// the sensor frame, which has none.
+CloudCrs gen_crs(const GenArgs& a) {
+  std::string text = a.crs;
+  for (auto& ch : text) ch = char(std::toupper((unsigned char)ch));
+  if (text == "NONE") return {};
+  int epsg = 0;
+  if (!text.empty()) {
+    size_t used = 0;
+    try {
+      if (text.rfind("EPSG:", 0) == 0) epsg = std::stoi(text.substr(5), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (epsg <= 0 || used != text.size() - 5)
+      fail("gen-data --crs", "\"" + a.crs + "\" is not EPSG:<code> (e.g. EPSG:32632) or none");
+  }
+  const int map_epsg = 32600 + a.utm_zone;
+  if (!a.map.empty()) {
+    if (epsg != 0 && epsg != map_epsg)
+      fail("gen-data --crs", "EPSG:" + std::to_string(epsg) + " is not the frame of the map dataset, UTM zone " +
+                                 std::to_string(a.utm_zone) + "N (EPSG:" + std::to_string(map_epsg) +
+                                 ", --utm-zone): give --utm-zone for another zone");
+    epsg = map_epsg;
+  } else if (epsg != 0 && a.offset.empty()) {
+    fail("gen-data --crs", "the scenes are in the sensor frame, which has no CRS: give --offset to place them in EPSG:" +
+                               std::to_string(epsg));
+  }
+  if (epsg == 0) return {};
+  CloudCrs c;
+  c.epsg = epsg;
+  c.wkt = projected_crs_wkt(epsg, "gen-data --crs").wkt;
+  return c;
+}
 struct InspectArgs {
   std::string file, render, lines, origin = "auto";
   bool json = false;
@@ -137,6 +177,22 @@ void print_evidence(const DatasetEvidence& e) {
                   split == 0 ? "train" : "val", evidence_text(e.split[split]).c_str(), o.min_points, o.radius, o.spacing);
 }
 
+// The CRS the written clouds declare, read back from a file's header as inspect reads it.
+void print_crs(const GenConfig& cfg, const std::string& dir) {
+  if (cfg.cloud_format != "las") {
+    if (!cfg.crs.empty()) std::printf("CRS: EPSG:%d, not written: %s files store none\n", cfg.crs.epsg, cfg.cloud_format.c_str());
+    return;
+  }
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".las") files.push_back(e.path().string());
+  if (files.empty()) return;
+  std::sort(files.begin(), files.end());
+  const CloudsFrame f = clouds_frame({files.front()}, "gen-data");
+  std::printf("CRS: the LAS files declare %s\n", f.crs.empty() ? "none (--crs EPSG:N names --offset's frame)" : f.crs.c_str());
+}
+
 int cmd_gen_data(const GenArgs& a) {
   remove_stale_temp_files(a.root, true);  // a killed gen-data's, in every split's folder
   GenConfig cfg;
@@ -148,6 +204,7 @@ int cmd_gen_data(const GenArgs& a) {
   cfg.cloud_format = a.format;
   cfg.map = a.map;
   cfg.utm_zone = a.utm_zone;
+  cfg.crs = gen_crs(a);
   if (!a.offset.empty()) {
     const OriginPolicy o = parse_origin(a.offset, "gen-data --offset");
     if (o.automatic) fail("gen-data --offset", "expected E,N,Z (e.g. 500000,5400000,0), not auto");
@@ -171,6 +228,7 @@ int cmd_gen_data(const GenArgs& a) {
     std::printf("map: %lld lines, %lld vertices (%lld shared by two lines) in %s, %s\n", (long long)s.lines,
                 (long long)s.vertices, (long long)s.shared_vertices, path.c_str(), s.frame.c_str());
     print_evidence(n.evidence);
+    print_crs(cfg, tile_dir(a.root, 0));
     std::printf("wrote a tiled map in %.2f s (seed %llu, %s kind)\n", secs, (unsigned long long)a.seed, a.kind.c_str());
     return kOk;
   }
@@ -212,6 +270,7 @@ int cmd_gen_data(const GenArgs& a) {
                 cats.c_str(), (long long)s.vertices, (long long)s.shared_vertices, path.c_str(), s.frame.c_str());
   }
   print_evidence(evidence);
+  print_crs(cfg, (fs::path(a.root) / (a.train > 0 ? "train" : "val")).string());
   std::printf("wrote %lld scenes (%lld points, %lld lines, %.1f MB) to %s in %.2f s (seed %llu, %s kind)\n",
               (long long)scenes, (long long)points, (long long)lines, bytes / 1e6, a.root.c_str(), secs,
               (unsigned long long)a.seed, a.kind.c_str());
@@ -364,6 +423,9 @@ void add_commands(CLI::App& app) {
       ->check(CLI::IsMember({"lanelet2", "geojson"}));
   c.gen->add_option("--utm-zone", c.g.utm_zone, "--map: the UTM zone (north) of the coordinates, for lat/lon")
       ->check(CLI::Range(1, 60));
+  c.gen->add_option("--crs", c.g.crs,
+                    "EPSG:N or none: the CRS of the world frame, declared in LAS files (a WKT record). Default: with "
+                    "--map EPSG:326<--utm-zone> (the map's UTM zone), else none (--offset's frame is yours to name)");
   c.gen->add_option("--tile-size", c.g.tile_size,
                     "with --map: write a tiled point-cloud map instead of a cloud per scene: tiles of M metres in "
                     "Autoware's layout, ROOT/{train,val}/pointcloud_map/<E>_<N>.<ext> (+ pointcloud_map_metadata.yaml "

@@ -6,6 +6,7 @@
 //   streamline infer --checkpoint CKPT --cloud SCENE.pcd [--lines SCENE.json] --out REFINED.json [--origin auto|x,y,z]
 //   streamline infer --checkpoint CKPT --cloud TILE.las [--cloud ...] --map MAP.osm|.geojson --out REFINED.osm|.geojson
 //                    [--categories a,b] [--projection KIND] [--map-origin LAT LON]
+//   streamline infer --checkpoint CKPT --map-dir AUTOWARE_MAP_FOLDER --out NEW_FOLDER
 //   streamline gen-data ROOT, streamline inspect FILE (apps/commands.cpp)
 //   streamline report RUN_DIR (apps/commands.cpp)
 //   mpirun -np N streamline run ...: data-parallel training (graph/comm.h); rank 0 speaks.
@@ -39,8 +40,10 @@
 #include "device/device.h"
 #include "formats/clouds/formats.h"
 #include "formats/maps/lines_json.h"
+#include "formats/maps/map_folder.h"
 #include "formats/clouds/pcd.h"
 #include "formats/maps/map_lines.h"
+#include "formats/tiles/clouds_frame.h"
 #include "refine/infer.h"
 #include "refine/refine_map.h"
 #include "refine/map_check.h"
@@ -314,14 +317,23 @@ void check_out_format(const std::string& out, const std::string& map) {
     fail(out, "the refined map is written in the map's own format: name it with the extension of " + map);
 }
 
-MapReadOptions map_read_options(const InferMapArgs& a) {
+// The map's read options; a map in lat/lon takes the clouds' declared CRS (clouds_frame.h).
+MapReadOptions map_read_options(const InferMapArgs& a, const CloudsFrame& clouds) {
   MapReadOptions mo;
   mo.projection = a.projection;
   if (a.map_origin.size() == 2) mo.projection.origin_lat = a.map_origin[0], mo.projection.origin_lon = a.map_origin[1];
   mo.category_property = a.category_property;
   mo.subtype_property = a.subtype_property;
   check_projection_spec(mo.projection, "--projection");
+  mo.projection = latlon_crs_spec(mo.projection, clouds);
   return mo;
+}
+
+BoxXY union_box(const std::vector<BoxXY>& boxes) {
+  BoxXY u;
+  for (const auto& b : boxes)
+    if (!b.empty()) u = u.empty() ? b : BoxXY{std::min(u.x0, b.x0), std::min(u.y0, b.y0), std::max(u.x1, b.x1), std::max(u.y1, b.y1)};
+  return u;
 }
 
 void print_map_report(const SharedMap& map, const MapRefineReport& rep, const std::vector<PassReport>& passes,
@@ -346,8 +358,8 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
   if (comm.rank() == 0) remove_stale_temp_files(std::filesystem::path(out).parent_path().string());  // a killed infer's
   checkpoint = checkpoint_of(checkpoint);
   const std::string pipeline_json = pipeline.empty() ? "" : read_file(pipeline);
-  const std::shared_ptr<const SharedMap> map = load_map_shared(a.map, map_read_options(a));
   const TileSet tiles = scan_tiles(a.tiles, a.tiles_format, "--tiles");
+  const std::shared_ptr<const SharedMap> map = load_map_shared(a.map, map_read_options(a, clouds_frame(tiles)));
   TiledRefineOptions o;
   const bool from_checkpoint = a.categories.empty();
   o.map.categories = from_checkpoint ? trained_categories(checkpoint, pipeline_json) : a.categories;
@@ -413,7 +425,8 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
   remove_stale_temp_files(std::filesystem::path(out).parent_path().string());  // a killed infer's, before anything
   checkpoint = checkpoint_of(checkpoint);
   const std::string pipeline_json = pipeline.empty() ? "" : read_file(pipeline);
-  const std::shared_ptr<const SharedMap> map = load_map_shared(a.map, map_read_options(a));
+  CloudsFrame frame = clouds_frame(clouds, "--cloud");  // their declared CRS: a map in lat/lon takes it
+  const std::shared_ptr<const SharedMap> map = load_map_shared(a.map, map_read_options(a, frame));
   MapRefineOptions ro;
   const bool from_checkpoint = a.categories.empty();
   ro.categories = from_checkpoint ? trained_categories(checkpoint, pipeline_json) : a.categories;
@@ -422,6 +435,8 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
   ro.pipeline_json = pipeline_json;
   std::vector<BoxXY> boxes;
   const PointCloud cloud = decode_map_clouds(clouds, origin, &boxes);
+  frame.box = union_box(boxes);
+  check_map_frame(*map, frame, "infer --map");  // one frame, overlapping boxes: before any refinement
   MapRefineReport rep;
   std::vector<PassReport> passes;
   const std::vector<Vec3d> d = refine_in_passes(
@@ -447,6 +462,32 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
   return 0;
 }
 
+// infer on an Autoware map folder (formats/maps/map_folder.h): its lanelet2_map.osm refined on its
+// point-cloud map (one file: as --cloud; tiles: as --tiles), the projector info beside the map read as
+// always; the refined map and a copy of every other file written as the new folder `out`, whole or not at all.
+int cmd_infer_map_dir(const std::string& checkpoint, InferMapArgs a, const std::string& out, const std::string& pipeline,
+                      const std::string& origin_text) {
+  if (world_comm().size() > 1) fail("infer --map-dir", "runs in one process (give the folder's parts to infer --map --tiles under mpirun)");
+  const MapFolder folder = read_map_folder(a.map, "infer --map-dir");
+  a.map = folder.map;
+  MapFolderOutput written(folder, out, "infer --map-dir --out");
+  std::cerr << "map folder " << folder.dir << ": " << kAutowareMapName << ", "
+            << (folder.projector_info.empty() ? std::string("no map_projector_info.yaml") : "map_projector_info.yaml") << ", "
+            << (folder.tiles.empty() ? "the point-cloud map " + folder.cloud : "the tiles of " + folder.tiles) << "\n";
+  int code = 0;
+  if (!folder.tiles.empty()) {
+    a.tiles = folder.tiles;
+    code = cmd_infer_tiles(checkpoint, a, written.map_path(), pipeline);
+  } else {
+    code = cmd_infer_map(checkpoint, {folder.cloud}, a, written.map_path(), pipeline, origin_text);
+  }
+  if (code != 0) return code;
+  written.commit();
+  std::cerr << "wrote the map folder " << out << " (the refined " << kAutowareMapName << "; every other file of "
+            << folder.dir << " copied)\n";
+  return 0;
+}
+
 // A checkpoint tried on a map whose truth is known (refine/map_check.h): the true map refined (the
 // fixed point) and a perturbed copy refined, pass by pass, over clouds or tiles.
 struct EvaluateMapArgs {
@@ -459,16 +500,23 @@ int cmd_evaluate_map(std::string checkpoint, const std::vector<std::string>& clo
                      const EvaluateMapArgs& e, const std::string& pipeline, const std::string& origin_text) {
   checkpoint = checkpoint_of(checkpoint);
   const std::string pipeline_json = pipeline.empty() ? "" : read_file(pipeline);
-  const std::shared_ptr<const SharedMap> truth = load_map_shared(a.map, map_read_options(a));
+  TileSet region;
+  CloudsFrame frame;
+  if (!a.tiles.empty()) {
+    region = scan_tiles(a.tiles, a.tiles_format, "--tiles");
+    frame = clouds_frame(region);
+  } else {
+    frame = clouds_frame(clouds, "--cloud");
+  }
+  const std::shared_ptr<const SharedMap> truth = load_map_shared(a.map, map_read_options(a, frame));
   const bool from_checkpoint = a.categories.empty();
   const std::vector<std::string> categories = from_checkpoint ? trained_categories(checkpoint, pipeline_json) : a.categories;
   RefinePass refine;
-  TileSet region;
   PointCloud cloud;
   std::vector<BoxXY> boxes;
   TiledRefineOptions o;
   if (!a.tiles.empty()) {
-    region = scan_tiles(a.tiles, a.tiles_format, "--tiles");
+    check_map_frame(*truth, frame, "evaluate-map");
     o.map.categories = categories;
     o.map.margin = a.margin;
     o.map.min_length = a.min_length;
@@ -478,6 +526,8 @@ int cmd_evaluate_map(std::string checkpoint, const std::vector<std::string>& clo
     refine = [&](const SharedMap& m, int) { return refine_map_tiles(checkpoint, m, region, o, nullptr, nullptr); };
   } else {
     cloud = decode_map_clouds(clouds, parse_origin(origin_text, "--origin"), &boxes);
+    frame.box = union_box(boxes);
+    check_map_frame(*truth, frame, "evaluate-map");  // before any refinement
     for (size_t k = 0; k < clouds.size(); ++k) {
       TileInfo t;
       t.path = clouds[k];
@@ -580,8 +630,11 @@ int main(int argc, char** argv) {
   auto* cloud_opt = infer->add_option("--cloud", infer_clouds, "the scene: a cloud of any format (" + sl::cloud_extensions_text() +
                                                  "); with --map, one or more (repeat --cloud)");
   auto* lines_opt = infer->add_option("--lines", lines_in, "lines JSON to refine (default: <stem>.json beside the cloud)");
-  auto* map_opt = infer->add_option("--map", infer_map.map, "a vector map (Lanelet2 .osm, .geojson) whose lines on the clouds are refined; "
-                                            "--out is then the refined map, in the same format")
+  auto* map_opt = infer->add_option("--map,--map-dir", infer_map.map, "a vector map (Lanelet2 .osm, .geojson) whose lines on the clouds are refined; "
+                                            "--out is then the refined map, in the same format. A folder: an Autoware map "
+                                            "folder (lanelet2_map.osm, map_projector_info.yaml, pointcloud_map.pcd or "
+                                            "pointcloud_map/ tiles), refined on its own point-cloud map with no other "
+                                            "flags; --out is then a new folder of the same layout (formats/maps/map_folder.h)")
       ->excludes(lines_opt);
   infer->add_option("--categories", infer_map.categories,
                     "--map: the categories to refine, comma-separated (line_thin takes every line_thin:<subtype>; default: "
@@ -714,6 +767,15 @@ int main(int argc, char** argv) {
       return checked_stdout(0);
     }
     if (*infer) {
+      if (std::filesystem::is_directory(infer_map.map)) {  // an Autoware map folder: its clouds, the refined folder out
+        if (!infer_clouds.empty() || !infer_map.tiles.empty()) {
+          std::cerr << "error: infer --map-dir " << infer_map.map
+                    << ": the map folder brings its point-cloud map: give no --cloud or --tiles\n";
+          return kExitUsage;
+        }
+        sl::init_comm(&argc, &argv);  // its tiles go through infer --tiles' path
+        return leave(checked_stdout(sl::cmd_infer_map_dir(ckpt, infer_map, out, infer_pipeline, infer_origin)));
+      }
       if (!infer_map.tiles.empty()) {
         sl::init_comm(&argc, &argv);  // infer --tiles joins an mpirun job; its paths out go through leave()
         return leave(checked_stdout(sl::cmd_infer_tiles(ckpt, infer_map, out, infer_pipeline)));

@@ -902,7 +902,7 @@ DatasetEvidence generate_dataset(const std::string& root, const GenConfig& cfg) 
     evidence[j] = line_evidence(sc.cloud, sc.lines);
     // The sensor frame placed at cfg.offset: world = local + offset, written in double.
     sc.cloud.origin = cfg.offset;
-    format.write(base + format.extension, sc.cloud);  // x y z intensity, atomic
+    write_cloud(format, base + format.extension, sc.cloud, cfg.crs);  // x y z intensity, atomic
     write_lines_json(base + ".json", LinesFile{name, sc.lines, cfg.offset});
   });
   DatasetEvidence out;

@@ -60,6 +60,7 @@
 #include "data/evidence.h"
 #include "geometry/rng.h"
 #include "graph/message.h"
+#include "formats/clouds/formats.h"
 
 namespace sl {
 
@@ -98,6 +99,9 @@ struct GenConfig {
   // utm_zone north (map_dataset below), so one map covers them all.
   std::string map;
   int utm_zone = 32;
+  // The CRS of the world frame, declared in the clouds where the format stores one (LAS: a WKT record,
+  // formats/clouds/las.h). gen-data sets it: EPSG:326<utm_zone> with a map, --crs with --offset. Empty: none.
+  CloudCrs crs;
   double map_spacing = 400;  // m: clouds reach 80 m and lines 45 m from their sensor, so none overlap
   // With `map`: > 0 writes a tiled point-cloud map instead of a cloud per scene (generate_tiled_map_dataset):
   // the scenes' points cut into square tiles of this side (m) on a grid aligned to multiples of it.

@@ -216,7 +216,7 @@ DatasetEvidence generate_map_dataset(const std::string& root, const GenConfig& c
     SyntheticScene sc = generate_scene(cfg, scene_seed(cfg, job.split, job.index));
     evidence[j] = line_evidence(sc.cloud, sc.lines);
     sc.cloud.origin = scene_offset(cfg, job.split, job.index);
-    format.write(root + "/" + split + "/" + name + format.extension, sc.cloud);
+    write_cloud(format, root + "/" + split + "/" + name + format.extension, sc.cloud, cfg.crs);
     scenes[j] = {split + "/" + name, sc.cloud.origin, std::move(sc.lines), std::move(sc.line_subtype)};
   });
   write_file_atomic(map_path(root, cfg), cfg.map == "lanelet2" ? lanelet2_text(scenes, utm) : geojson_text(scenes, utm));
@@ -293,7 +293,7 @@ TileCounts generate_tiled_map_dataset(const std::string& root, const GenConfig& 
         for (size_t a = 0; a < 3; ++a) c.columns[a][n] = to_local(to_world(s.columns[a][i], s.origin[a]), c.origin[a]);
         c.columns[3][n++] = s.columns[3][i];
       }
-      format.write(dir + "/" + md[split].cells[k].name, c);
+      write_cloud(format, dir + "/" + md[split].cells[k].name, c, cfg.crs);
     });
     if (format.name == "pcd")  // Autoware's metadata is for PCD tiles; LAS tiles carry their bounds in their headers
       write_file_atomic((fs::path(dir).parent_path() / kAutowareMetadataName).string(), tile_metadata_text(md[split]));

@@ -81,6 +81,12 @@ std::string cloud_stem(const std::string& path, const CloudFormat& f) {
   return name.size() > f.extension.size() ? name.substr(0, name.size() - f.extension.size()) : name;
 }
 
+void write_cloud(const CloudFormat& format, const std::string& path, const PointCloud& cloud, const CloudCrs& crs) {
+  if (!format.write) fail(path, "the " + format.name + " format is read only: it cannot be written");
+  if (!crs.empty() && format.write_crs) format.write_crs(path, cloud, crs);
+  else format.write(path, cloud);
+}
+
 PointCloud read_cloud_file(const std::string& path, const DecodeOptions& opt, DecodeInfo* info) {
   const CloudFormat* f = format_of_path(path);
   if (!f) fail(path, "unknown cloud file type (expected one of " + cloud_extensions_text() + ")");

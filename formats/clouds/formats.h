@@ -12,6 +12,14 @@
 
 namespace sl {
 
+// A CRS declared in a written file, by formats that store one (LAS): its EPSG code and its OGC WKT
+// (WKT1, what LAS 1.4 stores; formats/maps/projection.h: projected_crs_wkt gives it). Empty: none.
+struct CloudCrs {
+  int epsg = 0;
+  std::string wkt;
+  bool empty() const { return epsg == 0 && wkt.empty(); }
+};
+
 struct CloudFormat {
   std::string name;       // what pipelines and the CLI call it: "pcd", "bin", "nuscenes", "ply"
   std::string extension;  // ".pcd", ".bin", ".pcd.bin", ".ply": the longest matching one wins
@@ -27,6 +35,8 @@ struct CloudFormat {
   // cloud.origin (a format that stores float32 coordinates refuses a cloud with an origin).
   // Null for a format that is only read (LAZ).
   void (*write)(const std::string& path, const PointCloud& cloud);
+  // The same, declaring `crs` in the file; null for a format that stores no CRS (write_cloud).
+  void (*write_crs)(const std::string& path, const PointCloud& cloud, const CloudCrs& crs) = nullptr;
   // Set for a format whose files are recognised but not decoded: why, and what to do (none now).
   // scan_dataset refuses such a dataset before the run; inspect still shows the header.
   const char* refused = nullptr;
@@ -55,6 +65,9 @@ const CloudFormat* format_of_path(const std::string& path);
 std::string cloud_stem(const std::string& path, const CloudFormat& f);
 // ".bin, .pcd.bin, .pcd, .ply" (by format name): for messages.
 std::string cloud_extensions_text();
+// Writes `cloud` in `format` (its `write`), declaring `crs` where the format stores a CRS (LAS); a
+// format that stores none (PCD, PLY, the raw binaries) writes the points alone.
+void write_cloud(const CloudFormat& format, const std::string& path, const PointCloud& cloud, const CloudCrs& crs);
 // Decodes `path` by its extension; throws sl::Error naming the file when no format has it.
 PointCloud read_cloud_file(const std::string& path, const DecodeOptions& opt = {}, DecodeInfo* info = nullptr);
 

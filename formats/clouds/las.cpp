@@ -467,7 +467,10 @@ std::string las_bytes(const std::string& path, const PointCloud& cloud, const La
 
   std::string out(point_offset + n * rec + evlr_bytes, '\0');
   std::memcpy(out.data(), "LASF", 4);
-  if (minor == 4 && fmt >= 6) put<uint16_t>(out, 6, 0x10);  // global encoding: WKT (required for formats 6-10)
+  bool wkt = false;  // a WKT CRS record: the global encoding says so (LAS 1.4 R15, 2.5)
+  for (const auto* list : {&opt.vlrs, &opt.evlrs})
+    for (const LasVlr& v : *list) wkt |= v.user_id == "LASF_Projection" && v.record_id == 2112;
+  if (minor == 4 && (fmt >= 6 || wkt)) put<uint16_t>(out, 6, 0x10);  // global encoding: WKT (required for formats 6-10)
   put<uint8_t>(out, 24, 1);
   put<uint8_t>(out, 25, uint8_t(minor));
   std::memcpy(out.data() + 26, "streamline", 10);
@@ -543,6 +546,23 @@ std::string las_bytes(const std::string& path, const PointCloud& cloud, const La
   return out;
 }
 
+std::vector<LasVlr> las_crs_vlrs(const CloudCrs& crs, int minor, const std::string& path) {
+  if (crs.empty()) return {};
+  if (minor == 4) {
+    if (crs.wkt.empty()) fail(path, "LAS 1.4 declares its CRS as WKT, and none is given (EPSG:" + std::to_string(crs.epsg) + ")");
+    if (crs.wkt.size() + 1 > 65535) fail(path, "the CRS's WKT is longer than a VLR holds (65535 bytes)");
+    return {{"LASF_Projection", 2112, crs.wkt + '\0', "OGC WKT"}};
+  }
+  if (crs.epsg <= 0 || crs.epsg > 65535)
+    fail(path, "LAS 1." + std::to_string(minor) + " declares its CRS as GeoTIFF keys, which need an EPSG code up to 65535 (" +
+                   (crs.epsg ? "EPSG:" + std::to_string(crs.epsg) : std::string("none is given")) + ")");
+  // GeoKeyDirectoryTag: version 1, revision 1.0, then (KeyID, TIFFTagLocation 0 = inline, count 1, value), ascending.
+  const uint16_t w[] = {1, 1, 0, 4, 1024, 0, 1, 1, 1025, 0, 1, 1, 3072, 0, 1, uint16_t(crs.epsg), 3076, 0, 1, 9001};
+  std::string keys(sizeof w, '\0');
+  for (size_t k = 0; k < sizeof w / 2; ++k) keys[2 * k] = char(w[k] & 0xff), keys[2 * k + 1] = char(w[k] >> 8);
+  return {{"LASF_Projection", 34735, keys, "GeoTIFF GeoKeyDirectoryTag"}};
+}
+
 void write_las(const std::string& path, const PointCloud& cloud, const LasWriteOptions& opt) {
   write_file_atomic(path, las_bytes(path, cloud, opt));
 }
@@ -562,6 +582,11 @@ CloudFormat las_format() {
   f.decode = [](const std::string& p, const DecodeOptions& o, DecodeInfo* i) { return read_las(p, o, i); };
   f.count = las_count;
   f.write = [](const std::string& path, const PointCloud& c) { write_las(path, c); };
+  f.write_crs = [](const std::string& path, const PointCloud& c, const CloudCrs& crs) {
+    LasWriteOptions o;
+    o.vlrs = las_crs_vlrs(crs, o.version_minor, path);
+    write_las(path, c, o);
+  };
   return f;
 }
 CloudFormat laz_format() {

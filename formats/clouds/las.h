@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "graph/message.h"
+#include "formats/clouds/formats.h"
 #include "formats/clouds/laz.h"
 #include "formats/clouds/origin.h"
 
@@ -118,6 +119,14 @@ struct LasWriteOptions {
   std::vector<LasVlr> vlrs, evlrs;        // EVLRs: 1.4 only
   bool legacy_count = true;               // 1.4 with formats 0..5: also fill the legacy counts
 };
+
+// The LASF_Projection records that declare `crs` in a file of this version and point format, as the
+// LAS 1.4 (R15) specification section 2.5 gives them: LAS 1.4 an OGC WKT record (2112, the WKT and
+// its terminating NUL; formats 6-10 must use WKT, and las_bytes sets the global encoding's WKT bit
+// whenever one is written); LAS 1.0-1.3 a GeoKeyDirectory (34735: GTModelType projected,
+// GTRasterType PixelIsArea, ProjectedCSType the EPSG code, ProjLinearUnits metre). Throws sl::Error
+// naming `path` when the CRS lacks what the version needs (a WKT for 1.4, a code up to 65535 before).
+std::vector<LasVlr> las_crs_vlrs(const CloudCrs& crs, int version_minor, const std::string& path);
 
 // The bytes of a LAS file holding `cloud` (world coordinates: column + cloud.origin; intensity
 // clamped to [0, 1] and scaled to 0..65535): every point a single return, other fields zero.

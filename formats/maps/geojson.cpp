@@ -476,6 +476,10 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
     std::optional<std::array<double, 2>> centre;
     if (!r.verts.empty()) centre = std::array<double, 2>{0.5 * (lat0 + lat1), 0.5 * (lon0 + lon1)};
     ProjectionSpec s = spec;
+    if (s.kind == "auto" && s.latlon_epsg != 0) {  // lon/lat: the clouds' declared CRS (formats/tiles/clouds_frame.h)
+      map.frame_reason = "coordinates in lon/lat; " + s.latlon_reason;
+      s = latlon_spec(s);
+    }
     if (s.kind == "auto") s.kind = "utm";
     if (!centre && !s.has_origin() && s.kind != "crs") {
       map.frame = "none (the file has no lines)";

@@ -380,10 +380,15 @@ VectorMap parse_lanelet2(const std::string& text, const std::string& path, const
     } else {
       // A lat/lon-only map (JOSM, gen-data): Autoware would assume MGRS too, whose coordinates repeat
       // every 100 km; such maps go with clouds in full UTM (mapping LAS), so UTM is kept here.
-      spec.kind = "utm";
-      map.frame_reason = "no map_projector_info.yaml and no local_x/local_y tags: UTM zone of the map's centre "
-                         "(Autoware would assume MGRS: give --projection mgrs or a map_projector_info.yaml for an "
-                         "Autoware point-cloud map)";
+      if (spec.latlon_epsg != 0) {  // the clouds' declared CRS (formats/tiles/clouds_frame.h)
+        map.frame_reason = "no map_projector_info.yaml and no local_x/local_y tags; " + spec.latlon_reason;
+        spec = latlon_spec(spec);
+      } else {
+        spec.kind = "utm";
+        map.frame_reason = "no map_projector_info.yaml and no local_x/local_y tags: UTM zone of the map's centre "
+                           "(Autoware would assume MGRS: give --projection mgrs or a map_projector_info.yaml for an "
+                           "Autoware point-cloud map)";
+      }
     }
   }
   std::optional<std::array<double, 2>> centre;

@@ -60,7 +60,7 @@ std::string map_key(const std::string& path, const MapReadOptions& o) {
   }
   key += '\n' + p.kind + '\n' + p.mgrs_grid + '\n' + std::to_string(p.utm_zone) + '\n' + p.hemisphere + '\n' + exact_number(p.origin_lat) +
          '\n' + exact_number(p.origin_lon) + '\n' + exact_number(p.scale_factor) + '\n' + p.crs + '\n' +
-         o.category_property + '\n' + o.subtype_property;
+         o.category_property + '\n' + o.subtype_property + '\n' + std::to_string(p.latlon_epsg) + '\n' + p.latlon_reason;
   return key;
 }
 
@@ -209,7 +209,7 @@ ParamSpec projection_param() {
                 "the map's world frame: auto (Lanelet2: projector_info, else the map_projector_info.yaml beside "
                 "the map, else Autoware's rule: local when every lat/lon is 0 or empty, MGRS when the map has "
                 "local_x/local_y tags, UTM for lat/lon only; GeoJSON: a projected crs member's own coordinates, "
-                "else utm), utm, mgrs (Autoware's local_x/local_y frame), transverse_mercator, "
+                "else utm; a map in lat/lon takes the projected CRS its clouds declare), utm, mgrs (Autoware's local_x/local_y frame), transverse_mercator, "
                 "local_cartesian_utm, local_cartesian, crs, local (the file's own coordinates); it must be the "
                 "clouds' frame",
                 projection_kinds()),

@@ -85,6 +85,21 @@ void check_projection_spec(const ProjectionSpec& s, const std::string& where) {
   if (s.kind == "crs" && s.crs.empty()) fail(where, "projection crs needs a CRS (e.g. \"EPSG:25832\")");
 }
 
+ProjectionSpec latlon_spec(const ProjectionSpec& spec) {
+  if (spec.latlon_epsg == 0) return spec;
+  ProjectionSpec s;
+  const int e = spec.latlon_epsg;
+  if ((e > 32600 && e <= 32660) || (e > 32700 && e <= 32760)) {
+    s.kind = "utm";
+    s.utm_zone = e % 100;
+    s.hemisphere = e < 32700 ? "north" : "south";
+  } else {
+    s.kind = "crs";
+    s.crs = "EPSG:" + std::to_string(e);
+  }
+  return s;
+}
+
 int utm_zone_of(double lat, double lon) {
   if (!(lat >= -80 && lat <= 84) || !(lon >= -180 && lon <= 180))
     throw Error("latitude " + fmt(lat, 6) + ", longitude " + fmt(lon, 6) +
@@ -255,6 +270,25 @@ Projection Projection::make(const ProjectionSpec& spec, std::optional<std::array
   return of_def(def, description);
 }
 
+
+CrsText projected_crs_wkt(int epsg, const std::string& where) {
+  const std::string code = "EPSG:" + std::to_string(epsg);
+  try {
+    (void)Projection::of_crs(code, where);  // known, projected, in metres
+  } catch (const Error& e) {
+    fail(where, e.what());
+  }
+  auto impl = new_impl(where);
+  PJ* crs = proj_create(impl->ctx, code.c_str());
+  if (!crs) fail(where, "PROJ does not know the CRS \"" + code + "\": " + proj_error(impl->ctx));
+  const char* const options[] = {"MULTILINE=NO", nullptr};
+  const char* wkt = proj_as_wkt(impl->ctx, crs, PJ_WKT1_GDAL, options);
+  const char* name = proj_get_name(crs);
+  CrsText t{wkt ? wkt : "", name ? name : code};
+  proj_destroy(crs);
+  if (t.wkt.empty()) fail(where, "PROJ cannot write " + code + " as WKT1: " + proj_error(impl->ctx));
+  return t;
+}
 
 Projection Projection::of_crs(const std::string& crs, const std::string& where) {
   return cached("crs " + crs, where, [&] { return of_crs_uncached(crs); });

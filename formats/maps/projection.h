@@ -29,7 +29,7 @@
 //   local                no projection: the file's own metric coordinates (Lanelet2: `local_x`/`local_y`
 //                        tags on every node; GeoJSON: coordinates taken as they are).
 //   auto                 per format (lanelet2.h, geojson.h): the file's local coordinates when it has
-//                        them, else utm.
+//                        them, else utm (or the clouds' CRS: latlon_epsg below).
 // Heights pass through unchanged (`ele` / the third GeoJSON coordinate) in every kind but
 // local_cartesian: no vertical datum change (Autoware's map loader makes none either: the
 // vertical_datum of map_projector_info.yaml is for its GNSS heights, not the map's).
@@ -57,12 +57,28 @@ struct ProjectionSpec {
   // kind auto, Lanelet2: an Autoware map_projector_info.yaml to take the frame from ("" = the one
   // beside the map, if any: formats/maps/projector_info.h). Other kinds override it.
   std::string projector_info;
+  // kind auto, a map in lat/lon only (Lanelet2 without a projector file or local tags, GeoJSON without
+  // a "crs" member): this projected CRS's EPSG code (326zz/327zz: that UTM zone) instead of the UTM zone
+  // of the map's centre, with the reason the map's frame_reason gives: the clouds' declared CRS
+  // (formats/tiles/clouds_frame.h). 0: none.
+  int latlon_epsg = 0;
+  std::string latlon_reason;
   bool has_origin() const { return std::isfinite(origin_lat) && std::isfinite(origin_lon); }
 };
 
 // Throws sl::Error "<where>: ..." for an unknown kind or a spec that cannot work (transverse_mercator
 // without an origin, crs without a CRS, a zone outside 1..60, an origin off the globe).
 void check_projection_spec(const ProjectionSpec& spec, const std::string& where);
+// The spec of an auto map in lat/lon that latlon_epsg names: utm with its zone and hemisphere for
+// EPSG:326zz/327zz, else crs "EPSG:n"; `spec` itself when latlon_epsg is 0.
+ProjectionSpec latlon_spec(const ProjectionSpec& spec);
+// A projected CRS in metres by its EPSG code, as OGC WKT1 (GDAL's dialect, AUTHORITY["EPSG","n"]
+// last: the WKT LAS 1.4 stores) and its name. Throws sl::Error "<where>: ..." for a code PROJ does not
+// know or one that is not a projected CRS in metres.
+struct CrsText {
+  std::string wkt, name;
+};
+CrsText projected_crs_wkt(int epsg, const std::string& where);
 // Every kind, for messages and option checks: "auto", "utm", ...
 const std::vector<std::string>& projection_kinds();
 

@@ -287,35 +287,16 @@ TileSet scan_tiles(const std::string& dir, const std::string& format, const std:
   return set;
 }
 
-namespace {
-
-std::string box_text(const BoxXY& b) {
-  if (b.empty()) return "empty";
-  return "x [" + format_fixed(b.x0, 1) + ", " + format_fixed(b.x1, 1) + "], y [" + format_fixed(b.y0, 1) + ", " +
-         format_fixed(b.y1, 1) + "]";
+CloudsFrame clouds_frame(const TileSet& tiles) {
+  CloudsFrame c;
+  c.what = "the clouds in " + tiles.dir;
+  c.crs = tiles.crs, c.crs_file = tiles.crs_tile, c.crs_epsg = tiles.crs_epsg, c.crs_geographic = tiles.crs_geographic;
+  c.box = tiles.extent();
+  return c;
 }
 
-}  // namespace
-
 void check_map_frame(const SharedMap& m, const TileSet& tiles, const std::string& where) {
-  BoxXY mb{INFINITY, INFINITY, -INFINITY, -INFINITY};
-  for (const auto& b : m.line_box)
-    if (!b.empty()) mb.x0 = std::min(mb.x0, b.x0), mb.y0 = std::min(mb.y0, b.y0), mb.x1 = std::max(mb.x1, b.x1), mb.y1 = std::max(mb.y1, b.y1);
-  const BoxXY tb = tiles.extent();
-  const VectorMap& map = m.map;
-  const std::string map_side = "the map " + map.path + " is in " + map.frame +
-                               (map.frame_reason.empty() ? std::string() : " (" + map.frame_reason + ")") + ", its lines' box " +
-                               box_text(mb);
-  const std::string cloud_side = "the clouds in " + tiles.dir + " " +
-                                 (tiles.crs.empty() ? std::string("declare no CRS") : "declare " + tiles.crs + " (" + tiles.crs_tile + ")") +
-                                 ", their box " + box_text(tb);
-  if (!tiles.crs.empty() && !tiles.crs_geographic && tiles.crs_epsg != 0 && map.projection.epsg() != tiles.crs_epsg)
-    fail(where, "the map and the clouds are in different frames: " + map_side + "; " + cloud_side +
-                    ". Read the map in the clouds' frame (--projection with --map-origin, or the map folder's "
-                    "map_projector_info.yaml), or give clouds in the map's frame");
-  if (!mb.empty() && !tb.empty() && !mb.intersects(tb))
-    fail(where, "the map's lines and the clouds do not overlap at all: " + map_side + "; " + cloud_side +
-                    ". The two are in different frames (a wrong UTM zone, a local map over projected clouds?)");
+  check_map_frame(m, clouds_frame(tiles), where);
 }
 
 void check_tile_points(const TileSet& set, const TileInfo& tile, const PointCloud& cloud) {

@@ -29,6 +29,7 @@
 
 #include "formats/clouds/formats.h"
 #include "formats/maps/map_lines.h"
+#include "formats/tiles/clouds_frame.h"
 
 namespace sl {
 
@@ -79,7 +80,10 @@ TileSet scan_tiles(const std::string& dir, const std::string& format, const std:
 // WKT) whose EPSG code is not the map's frame's (Projection::epsg: a map in MGRS, a local or a
 // local-cartesian frame has none, so differs from any declared CRS), or when the map's lines and the
 // tiles' boxes do not overlap at all. Tiles without a CRS are taken to be in the map's frame.
+// (clouds_frame.h's check, which single clouds go through too.)
 void check_map_frame(const SharedMap& map, const TileSet& tiles, const std::string& where);
+// The tiles' frame as that check sees it: "the clouds in DIR", their CRS, their extent.
+CloudsFrame clouds_frame(const TileSet& tiles);
 
 // A decoded tile's points must lie in the box its listing gave (metadata cell, LAS header, bounds
 // pass), to 1 cm plus float32's step at the tile's local coordinates: else the crops would miss

@@ -11,28 +11,38 @@
 // Each line is the map line's index (Polyline::id), the identity `infer --map` writes back with; the
 // scene's lines are in map order, so the random draws of every sample (seeded by the line's place
 // in the scene) are the same at every run.
+// Before the first scene of a folder goes on, the map is checked against the folder's clouds (of the
+// scene's format; formats/tiles/clouds_frame.h): a CRS the clouds declare that is not the map's frame,
+// or LAS/LAZ headers' box that the map's lines do not overlap at all, stops the run naming both frames
+// and both boxes; a map in lat/lon takes the clouds' declared CRS.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
 #include "formats/maps/map_lines.h"
+#include "formats/clouds/formats.h"
 #include "formats/maps/map_numbers.h"
+#include "formats/tiles/clouds_frame.h"
 
 namespace sl {
 namespace {
 
 namespace fs = std::filesystem;
 
+std::string frame_why(const VectorMap& m) { return m.frame_reason.empty() ? "" : "; " + m.frame_reason; }
+
 class ReadMapLines : public Stage {
  public:
   explicit ReadMapLines(const Params& p)
       : map_(p.get_string("map")), categories_(p.get_strings("categories")), margin_(p.get_float("margin")),
-        min_length_(p.get_float("min_length")) {
+        min_length_(p.get_float("min_length")), where_(p.where("map")) {
     options_.projection = projection_of(p);
     options_.category_property = p.get_string("category_property");
     options_.subtype_property = p.get_string("subtype_property");
@@ -42,7 +52,7 @@ class ReadMapLines : public Stage {
     const auto& in_scene = std::get<std::shared_ptr<const Scene>>(in);
     if (!in_scene->cloud) throw Error(in_scene->ref.cloud_path + ": read_map_lines needs the scene's cloud");
     const std::string path = map_path(in_scene->ref.cloud_path);
-    std::shared_ptr<const SharedMap> m = map_for(path);
+    std::shared_ptr<const SharedMap> m = map_for(path, in_scene->ref.cloud_path);
     const PointCloud& cloud = *in_scene->cloud;
     const BoxXY box = cloud_box(cloud).grown(margin_);
     auto scene = std::make_shared<Scene>(*in_scene);  // shares the cloud
@@ -61,7 +71,10 @@ class ReadMapLines : public Stage {
     std::string maps;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& [path, m] : held_) maps += (maps.empty() ? "" : ", ") + path + " (" + m->map.frame + ")";
+      std::set<std::string> said;
+      for (const auto& [key, m] : held_)
+        if (said.insert(m->map.path + m->map.frame).second)
+          maps += (maps.empty() ? "" : ", ") + m->map.path + " (" + m->map.frame + frame_why(m->map) + ")";
     }
     ctx.add_summary(id + ": " + std::to_string(parts_.load()) + " map line part(s) on " + std::to_string(scenes_with_lines_.load()) +
                     " of " + std::to_string(scenes_.load()) + " scene(s), from " + maps);
@@ -73,19 +86,37 @@ class ReadMapLines : public Stage {
     return m.is_absolute() ? m.lexically_normal().string() : (fs::path(cloud_path).parent_path() / m).lexically_normal().string();
   }
 
-  std::shared_ptr<const SharedMap> map_for(const std::string& path) {
+  // The map for the scenes of one folder (a dataset split), checked once against the frame of the
+  // folder's clouds of this scene's format before the folder's first scene goes on (clouds_frame.h:
+  // their declared CRS -- which a map in lat/lon takes -- and, for LAS/LAZ, their headers' box).
+  std::shared_ptr<const SharedMap> map_for(const std::string& path, const std::string& cloud_path) {
+    const std::string folder = fs::path(cloud_path).parent_path().string();
+    const std::string key = folder + '\n' + path;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = held_.find(path);
+      auto it = held_.find(key);
       if (it != held_.end()) return it->second;
     }
     std::error_code ec;
     if (!fs::exists(path, ec))
       fail(path, "map file does not exist (read_map_lines.map \"" + map_ + "\"" +
                      (fs::path(map_).is_absolute() ? "" : ", taken from the folder of the scene's cloud") + ")");
-    auto m = load_map_shared(path, options_);  // outside the lock: a big map does not stall other paths
+    // Outside the lock: a big map or folder does not stall other paths.
+    std::vector<std::string> clouds;
+    const CloudFormat* format = format_of_path(cloud_path);
+    for (const auto& e : fs::directory_iterator(folder.empty() ? "." : folder, ec))
+      if (format && format_of_path(e.path().string()) == format) clouds.push_back(e.path().string());
+    std::sort(clouds.begin(), clouds.end());
+    if (clouds.empty()) clouds.push_back(cloud_path);
+    CloudsFrame frame = clouds_frame(clouds, where_);
+    if (format && format->name != "las" && format->name != "laz") frame.box = {};
+    if (clouds.size() > 1 && !folder.empty()) frame.what = "the clouds in " + folder;
+    MapReadOptions o = options_;
+    o.projection = latlon_crs_spec(o.projection, frame);
+    auto m = load_map_shared(path, o);
+    check_map_frame(*m, frame, where_);  // one frame, overlapping boxes: before the folder's scenes go on
     std::lock_guard<std::mutex> lock(mu_);
-    return held_.emplace(path, std::move(m)).first->second;
+    return held_.emplace(key, std::move(m)).first->second;
   }
 
   // Once per run: a cloud on which no wanted line lies is most often a frame mismatch (a map in
@@ -113,8 +144,9 @@ class ReadMapLines : public Stage {
   std::vector<std::string> categories_;
   double margin_, min_length_;
   MapReadOptions options_;
+  std::string where_;
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const SharedMap>> held_;  // by resolved path: one per map the run uses
+  std::map<std::string, std::shared_ptr<const SharedMap>> held_;  // by folder + resolved map path
   std::atomic<int64_t> scenes_{0}, scenes_with_lines_{0}, parts_{0};
   std::atomic<bool> warned_{false};
 };

@@ -93,3 +93,53 @@ TEST(LasCrs, ATruncatedGeoKeyDirectoryIsAnErrorNamingTheByte) {
 
 }  // namespace
 }  // namespace sl
+
+namespace sl {
+namespace {
+
+// The records the writer declares a CRS with (las_crs_vlrs), read back by our reader: LAS 1.4 a WKT
+// record (and the global encoding's WKT bit, also for formats 0-5), LAS 1.2 GeoTIFF keys laid out as
+// GeoTIFF 1.0 section 2.4 gives them (checked word by word here).
+TEST(LasCrs, TheWriterDeclaresWktIn14AndGeoKeysBefore) {
+  CloudCrs crs;
+  crs.epsg = 32632;
+  crs.wkt = kWkt1;
+  const PointCloud c = test::random_cloud(20, {"x", "y", "z", "intensity"}, 3);
+  LasWriteOptions o;
+  o.vlrs = las_crs_vlrs(crs, 4, "t.las");
+  std::string bytes = las_bytes("t.las", c, o);
+  LasHeader h = header_of(bytes);
+  EXPECT_EQ(describe_crs(h.crs), "WKT \"WGS 84 / UTM zone 32N\" (EPSG:32632)");
+  EXPECT_EQ(h.crs.wkt, kWkt1);
+  EXPECT_EQ(uint8_t(bytes[6]), 0x10);  // global encoding: WKT
+  o.point_format = 1;                    // 1.4, format 1: WKT too, and the bit says so
+  bytes = las_bytes("t.las", c, o);
+  EXPECT_EQ(uint8_t(bytes[6]), 0x10);
+  EXPECT_EQ(header_of(bytes).crs.epsg, 32632);
+
+  o = LasWriteOptions{};
+  o.version_minor = 2, o.point_format = 0;
+  o.vlrs = las_crs_vlrs(crs, 2, "t.las");
+  bytes = las_bytes("t.las", c, o);
+  h = header_of(bytes);
+  EXPECT_EQ(describe_crs(h.crs), "EPSG:32632 (GeoTIFF keys)");
+  EXPECT_EQ(uint8_t(bytes[6]), 0);
+  ASSERT_EQ(o.vlrs.size(), 1u);
+  const std::string& k = o.vlrs[0].payload;
+  std::vector<uint16_t> w(k.size() / 2);
+  std::memcpy(w.data(), k.data(), k.size());
+  EXPECT_EQ(w, (std::vector<uint16_t>{1, 1, 0, 4, 1024, 0, 1, 1, 1025, 0, 1, 1, 3072, 0, 1, 32632, 3076, 0, 1, 9001}));
+
+  // What a version cannot hold is an error naming the file.
+  try {
+    las_crs_vlrs(CloudCrs{32632, ""}, 4, "t.las");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "t.las: LAS 1.4 declares its CRS as WKT, and none is given (EPSG:32632)");
+  }
+  EXPECT_THROW(las_crs_vlrs(CloudCrs{0, kWkt1}, 2, "t.las"), Error);
+  EXPECT_TRUE(las_crs_vlrs(CloudCrs{}, 4, "t.las").empty());
+}
+
+}  // namespace
+}  // namespace sl

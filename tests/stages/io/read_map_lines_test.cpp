@@ -20,6 +20,7 @@
 #include "graph/engine.h"
 #include "graph/spec.h"
 #include "formats/maps/lines_json.h"
+#include "formats/maps/projection.h"
 #include "formats/clouds/origin.h"
 #include "dataset/sample_cache.h"
 #include "tests/formats/clouds/io_test_util.h"
@@ -223,6 +224,55 @@ TEST(ReadMapLines, AMissingMapFailsTheRunNamingTheFileWhereItWasLookedFor) {
                          ": map file does not exist (read_map_lines.map \"nosuch.osm\", taken from the folder of the scene's cloud)"),
             std::string::npos)
       << r.error;
+}
+
+// The map is checked against the frame of the folder's clouds before their scenes go on
+// (formats/tiles/clouds_frame.h): LAS files declaring UTM zone 17N under a map read in zone 32N stop
+// the run naming both frames and both boxes; a map read in the frame they declare runs.
+TEST(ReadMapLines, CloudsDeclaringAnotherCrsThanTheMapsFrameFailTheRunBeforeAnySample) {
+  test::TempDir tmp;
+  GenConfig g = map_scenes("lanelet2");
+  g.crs.epsg = 32617;
+  g.crs.wkt = projected_crs_wkt(32617, "test").wkt;
+  generate_dataset(tmp.path("ds"), g);
+  auto run = [&](const std::string& projection) {
+    const std::string pipeline = R"({"name": "m", "seed": 1, "epochs": 1, "stages": [
+      {"id": "scan", "type": "scan_dataset", "params": {"root": ")" + tmp.path("ds/train") + R"(", "format": "las"}},
+      {"id": "read", "type": "read_cloud"},
+      {"id": "lines", "type": "read_map_lines", "params": {"map": "../map.osm", "projection": )" + projection + R"(}},
+      {"id": "split", "type": "split_lines"},
+      {"id": "sink", "type": "null_sink"}]})";
+    RunOptions opt;
+    opt.quiet = true;
+    return run_pipeline(parse_pipeline(pipeline, "m.json"), opt);
+  };
+  RunResult r = run(R"({"kind": "utm"})");
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("the map and the clouds are in different frames: the map " +
+                         fs::path(tmp.path("ds/train/../map.osm")).lexically_normal().string() +
+                         " is in UTM zone 32N (EPSG:32632) (--projection utm), its lines' box x ["),
+            std::string::npos)
+      << r.error;
+  EXPECT_NE(r.error.find("; the clouds in " + tmp.path("ds/train") + " declare WKT \"WGS 84 / UTM zone 17N\" (EPSG:32617) ("),
+            std::string::npos)
+      << r.error;
+  EXPECT_NE(r.error.find("their box x [4999"), std::string::npos) << r.error;
+
+  // The same clouds declaring the map's zone: the run goes on.
+  test::TempDir ok;
+  g.crs.epsg = 32632;
+  g.crs.wkt = projected_crs_wkt(32632, "test").wkt;
+  generate_dataset(ok.path("ds"), g);
+  const std::string pipeline = R"({"name": "m", "seed": 1, "epochs": 1, "stages": [
+    {"id": "scan", "type": "scan_dataset", "params": {"root": ")" + ok.path("ds/train") + R"(", "format": "las"}},
+    {"id": "read", "type": "read_cloud"},
+    {"id": "lines", "type": "read_map_lines", "params": {"map": "../map.osm"}},
+    {"id": "split", "type": "split_lines"},
+    {"id": "sink", "type": "null_sink"}]})";
+  RunOptions opt;
+  opt.quiet = true;
+  r = run_pipeline(parse_pipeline(pipeline, "m.json"), opt);
+  EXPECT_TRUE(r.ok) << r.error;
 }
 
 }  // namespace
