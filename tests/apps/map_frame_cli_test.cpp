@@ -129,6 +129,14 @@ TEST_F(MapFrameCli, GenDataLasFilesDeclareTheirCrsAndInspectSaysIt) {
   EXPECT_EQ(describe_crs(h.crs), "WKT \"WGS 84 / UTM zone 32N\" (EPSG:32632)");
   EXPECT_EQ(uint8_t(bytes[6]) & 0x10, 0x10);  // global encoding: WKT
   EXPECT_EQ(h.crs.wkt, projected_crs_wkt(32632, "test").wkt);
+  // As another reader sees it: copc.js 0.0.8 (tests/formats/clouds/fixtures/other_tools/crs_oracle.js,
+  // run on gen-data's LAS of 2026-11-28) printed "version 1.4 format 6 ... global encoding 16 vlrs 1
+  // evlrs 0", one VLR "LASF_Projection" 2112 of 597 bytes "OGC WKT" ending with a NUL, and this WKT
+  // (the same bytes GDAL writes for EPSG:32632: LasCrs.TheWriterDeclaresWktIn14AndGeoKeysBefore).
+  EXPECT_EQ(h.vlrs, (std::vector<std::pair<std::string, uint16_t>>{{"LASF_Projection", 2112}}));
+  EXPECT_EQ(h.crs.wkt.size() + 1, 597u);
+  EXPECT_EQ(h.crs.wkt,
+            R"(PROJCS["WGS 84 / UTM zone 32N",GEOGCS["WGS 84",DATUM["WGS_1984",SPHEROID["WGS 84",6378137,298.257223563,AUTHORITY["EPSG","7030"]],AUTHORITY["EPSG","6326"]],PRIMEM["Greenwich",0,AUTHORITY["EPSG","8901"]],UNIT["degree",0.0174532925199433,AUTHORITY["EPSG","9122"]],AUTHORITY["EPSG","4326"]],PROJECTION["Transverse_Mercator"],PARAMETER["latitude_of_origin",0],PARAMETER["central_meridian",9],PARAMETER["scale_factor",0.9996],PARAMETER["false_easting",500000],PARAMETER["false_northing",0],UNIT["metre",1,AUTHORITY["EPSG","9001"]],AXIS["Easting",EAST],AXIS["Northing",NORTH],AUTHORITY["EPSG","32632"]])");
   const auto in = run_cli(dir, "inspect " + q(cloud));
   ASSERT_EQ(in.code, 0) << in.err;
   EXPECT_NE(in.out.find("CRS: WKT \"WGS 84 / UTM zone 32N\" (EPSG:32632)"), std::string::npos) << in.out;

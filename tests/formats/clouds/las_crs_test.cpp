@@ -13,6 +13,7 @@
 #include "graph/error.h"
 #include "apps/inspect.h"
 #include "formats/clouds/las.h"
+#include "formats/maps/projection.h"
 #include "tests/formats/clouds/io_test_util.h"
 
 namespace sl {
@@ -104,6 +105,7 @@ TEST(LasCrs, TheWriterDeclaresWktIn14AndGeoKeysBefore) {
   CloudCrs crs;
   crs.epsg = 32632;
   crs.wkt = kWkt1;
+  EXPECT_EQ(projected_crs_wkt(32632, "t").wkt, kWkt1);  // what gen-data declares is GDAL's WKT1 of EPSG:32632
   const PointCloud c = test::random_cloud(20, {"x", "y", "z", "intensity"}, 3);
   LasWriteOptions o;
   o.vlrs = las_crs_vlrs(crs, 4, "t.las");
