@@ -47,6 +47,8 @@
 #include "refine/infer.h"
 #include "refine/refine_map.h"
 #include "refine/map_check.h"
+#include "refine/confidence.h"
+#include "refine/review.h"
 #include "refine/passes.h"
 #include "refine/refine_map_tiles.h"
 #include "graph/comm.h"
@@ -291,7 +293,65 @@ struct InferMapArgs {
   std::string tiles, tiles_format;  // --tiles: a tiled point-cloud map (formats/tiles/tile_set.h)
   double cache_mb = 2048, reach = -1;
   PassOptions passes;  // refine/passes.h
+  // The confidence gate (refine/confidence.h): the calibration (default: calibration.json beside the
+  // checkpoint, when it calibrates that checkpoint), k, the flag threshold; --no-gate moves every vertex.
+  std::string calibration;
+  GateOptions gate;
+  bool no_gate = false;
+  std::string review;  // the review layer (default: <out stem>.review.geojson)
 };
+
+// The calibration infer gates with: --calibration, else calibration.json beside the checkpoint when it
+// was fitted for that checkpoint; none (an empty calibration) with --no-gate or when there is none.
+// `why`: which, in words.
+Calibration calibration_for(const std::string& checkpoint, const InferMapArgs& a, std::string* why) {
+  namespace fs = std::filesystem;
+  if (a.no_gate) {
+    *why = "none (--no-gate): every vertex moves by the refinement";
+    return {};
+  }
+  const bool given = !a.calibration.empty();
+  const std::string path = given ? a.calibration : (fs::path(checkpoint).parent_path() / "calibration.json").string();
+  if (!given && !fs::exists(path)) {
+    *why = "none (no calibration.json beside the checkpoint; `streamline evaluate-map --calibration-out` makes one): "
+           "every vertex moves by the refinement";
+    return {};
+  }
+  Calibration cal = read_calibration(path);
+  const std::string name = fs::path(checkpoint).filename().string();
+  if (!cal.checkpoint.empty() && cal.checkpoint != name) {
+    if (!given) {
+      *why = "none (" + path + " calibrates " + cal.checkpoint + ", not " + name +
+             "; calibrate again with evaluate-map or pass --calibration): every vertex moves by the refinement";
+      return {};
+    }
+    std::cerr << "warning: " << path << " calibrates " << cal.checkpoint << ", not " << name << "\n";
+  }
+  *why = path + " (" + cal.note + ")";
+  return cal;
+}
+
+// The review layer beside the refined map and the gate's counts, on stderr.
+void finish_review(const SharedMap& map, const std::vector<Vec3d>& d, const GateTally& tally, const InferMapArgs& a,
+                   const std::vector<std::string>& categories, const std::string& out, const std::string& checkpoint) {
+  namespace fs = std::filesystem;
+  const std::vector<VertexFate> fates =
+      tally.passes() > 0 ? tally.fates(d) : std::vector<VertexFate>(map.map.vertices.size(), VertexFate::Untouched);
+  std::vector<VertexFate> f = fates;
+  if (tally.passes() == 0)  // ungated: a moved vertex is moved, the rest untouched
+    for (size_t v = 0; v < f.size(); ++v)
+      if (d[v][0] != 0 || d[v][1] != 0 || d[v][2] != 0) f[v] = VertexFate::Moved;
+  const fs::path o(out);
+  const std::string review =
+      !a.review.empty() ? a.review : (o.parent_path() / (o.stem().string() + ".review.geojson")).string();
+  ReviewCounts rc;
+  const std::string text =
+      review_geojson(map.map, d, f, tally, categories, a.gate, "streamline infer --map " + a.map + " --checkpoint " + checkpoint, &rc);
+  write_file_atomic(review, text);
+  if (tally.passes() > 0) std::cerr << to_text(count_fates(map.map, f, categories));
+  std::cerr << "  review layer: " << review << " (" << rc.lines << " changed or flagged line(s), " << rc.flagged_vertices
+            << " flagged vertex(es); open it beside the map in JOSM or QGIS)\n";
+}
 
 // "; chosen by: <why>" when the reader said why it chose the map's frame.
 std::string frame_why(const VectorMap& m) { return m.frame_reason.empty() ? "" : "; chosen by: " + m.frame_reason; }
@@ -370,15 +430,18 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
   o.reach = a.reach;
   TiledRefineReport rep;
   std::vector<PassReport> passes;
-  const std::vector<Vec3d> d = refine_in_passes(
-      *map, a.passes,
-      [&](const SharedMap& m, int pass) {
-        TiledRefineReport r;
-        std::vector<Vec3d> dp = refine_map_tiles(checkpoint, m, tiles, o, &comm, &r);
-        if (pass == 1) rep = r;
-        return dp;
-      },
-      &passes);
+  std::string cal_why;
+  const Calibration cal = calibration_for(checkpoint, a, &cal_why);
+  GateTally tally;
+  RefinePass once = [&](const SharedMap& m, int pass, MapRefineReport* out) {
+    TiledRefineReport r;
+    std::vector<Vec3d> dp = refine_map_tiles(checkpoint, m, tiles, o, &comm, &r);
+    if (out) *out = r.map;
+    if (pass == 1) rep = std::move(r);
+    return dp;
+  };
+  if (!cal.empty()) once = gated_pass(once, cal, a.gate, o.map.categories, &tally);
+  const std::vector<Vec3d> d = refine_in_passes(*map, a.passes, once, &passes);
   if (passes.size() > 1) restate_moves(map->map, d, o.map.categories, &rep.map);
   if (comm.rank() != 0) return 0;
   const MapWriteReport w = write_vector_map(out, map->map, d);
@@ -394,6 +457,8 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
             << "; rank 0: " << rep.tile_loads << " tile load(s), " << rep.tile_hits << " cache hit(s), at most "
             << rep.peak_bytes / 1048576 << " MB of tiles decoded at once\n";
   print_map_report(*map, rep.map, passes, a.passes);
+  std::cerr << "  confidence: " << cal_why << "\n";
+  finish_review(*map, d, tally, a, o.map.categories, out, checkpoint);
   return 0;
 }
 
@@ -439,15 +504,18 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
   check_map_frame(*map, frame, "infer --map");  // one frame, overlapping boxes: before any refinement
   MapRefineReport rep;
   std::vector<PassReport> passes;
-  const std::vector<Vec3d> d = refine_in_passes(
-      *map, a.passes,
-      [&](const SharedMap& m, int pass) {
-        MapRefineReport r;
-        std::vector<Vec3d> dp = refine_map(checkpoint, m, cloud, boxes, ro, &r);
-        if (pass == 1) rep = r;
-        return dp;
-      },
-      &passes);
+  std::string cal_why;
+  const Calibration cal = calibration_for(checkpoint, a, &cal_why);
+  GateTally tally;
+  RefinePass once = [&](const SharedMap& m, int pass, MapRefineReport* out) {
+    MapRefineReport r;
+    std::vector<Vec3d> dp = refine_map(checkpoint, m, cloud, boxes, ro, &r);
+    if (out) *out = r;
+    if (pass == 1) rep = std::move(r);
+    return dp;
+  };
+  if (!cal.empty()) once = gated_pass(once, cal, a.gate, ro.categories, &tally);
+  const std::vector<Vec3d> d = refine_in_passes(*map, a.passes, once, &passes);
   if (passes.size() > 1) restate_moves(map->map, d, ro.categories, &rep);
   const MapWriteReport w = write_vector_map(out, map->map, d);
   std::string cats;
@@ -459,6 +527,8 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
             << (from_checkpoint ? " (the checkpoint's; --categories to choose)" : "") << "; local frame: origin "
             << OriginPolicy::at(cloud.origin).describe() << "\n";
   print_map_report(*map, rep, passes, a.passes);
+  std::cerr << "  confidence: " << cal_why << "\n";
+  finish_review(*map, d, tally, a, ro.categories, out, checkpoint);
   return 0;
 }
 
@@ -494,6 +564,7 @@ struct EvaluateMapArgs {
   uint64_t seed = 1;
   PerturbParams perturb;
   double piece_length = 10;
+  std::string calibration_out;  // where to write the fitted calibration ("": not written)
 };
 
 int cmd_evaluate_map(std::string checkpoint, const std::vector<std::string>& clouds, const InferMapArgs& a,
@@ -523,7 +594,12 @@ int cmd_evaluate_map(std::string checkpoint, const std::vector<std::string>& clo
     o.map.pipeline_json = pipeline_json;
     o.cache_bytes = int64_t(a.cache_mb * 1048576.0);
     o.reach = a.reach;
-    refine = [&](const SharedMap& m, int) { return refine_map_tiles(checkpoint, m, region, o, nullptr, nullptr); };
+    refine = [&](const SharedMap& m, int, MapRefineReport* rep) {
+      TiledRefineReport r;
+      std::vector<Vec3d> d = refine_map_tiles(checkpoint, m, region, o, nullptr, rep ? &r : nullptr);
+      if (rep) *rep = std::move(r.map);
+      return d;
+    };
   } else {
     cloud = decode_map_clouds(clouds, parse_origin(origin_text, "--origin"), &boxes);
     frame.box = union_box(boxes);
@@ -540,10 +616,23 @@ int cmd_evaluate_map(std::string checkpoint, const std::vector<std::string>& clo
     ro.margin = a.margin;
     ro.min_length = a.min_length;
     ro.pipeline_json = pipeline_json;
-    refine = [&, ro](const SharedMap& m, int) { return refine_map(checkpoint, m, cloud, boxes, ro, nullptr); };
+    refine = [&, ro](const SharedMap& m, int, MapRefineReport* rep) { return refine_map(checkpoint, m, cloud, boxes, ro, rep); };
   }
   const std::vector<Vec3d> noise = perturb_map(truth->map, e.perturb, e.seed, categories, e.piece_length);
-  const MapCheckResult r = check_map_refinement(*truth, noise, a.passes, refine, categories, region);
+  // The confidence: a calibration fitted here (even tiles) and judged on the odd ones, or the one given;
+  // then both maps through the gate.
+  Calibration given;
+  ConfidenceCheck cc;
+  cc.gate = a.gate;
+  if (!a.calibration.empty()) {
+    given = read_calibration(a.calibration);
+    cc.given = &given;
+  }
+  MapCheckResult r = check_map_refinement(*truth, noise, a.passes, refine, categories, region, a.no_gate ? nullptr : &cc);
+  if (r.fitted && !e.calibration_out.empty()) {
+    r.calibration.checkpoint = std::filesystem::path(checkpoint).filename().string();
+    write_calibration(e.calibration_out, r.calibration);
+  }
   std::string cats;
   for (const auto& c : categories) cats += (cats.empty() ? "" : ", ") + c;
   std::cout << "checked " << checkpoint << " on " << a.map << " (" << truth->map.frame << frame_why(truth->map) << ") over "
@@ -553,6 +642,9 @@ int cmd_evaluate_map(std::string checkpoint, const std::vector<std::string>& clo
             << e.perturb.lateral_sigma << " m, vertical " << e.perturb.vertical_sigma << " m, shift "
             << e.perturb.shift_sigma << " m, jitter " << e.perturb.jitter_sigma << " m\n\n"
             << to_text(r);
+  if (r.fitted && !e.calibration_out.empty())
+    std::cout << "\ncalibration written: " << e.calibration_out << " (infer --map uses it when it lies beside the checkpoint, "
+              << "or with --calibration)\n";
   return 0;
 }
 
@@ -703,6 +795,26 @@ int main(int argc, char** argv) {
     if (needs) n->needs(needs), t->needs(needs);
   };
   add_pass_options(infer, infer_map.passes, map_opt);
+  auto add_gate_options = [](CLI::App* sub, sl::InferMapArgs& m, CLI::Option* needs) {
+    std::vector<CLI::Option*> o;
+    o.push_back(sub->add_option("--calibration", m.calibration,
+                                "calibration.json (evaluate-map --calibration-out) turning the views' spread into a sigma "
+                                "per vertex (default: calibration.json beside the checkpoint, if it calibrates it)")
+                    ->check(CLI::ExistingFile));
+    o.push_back(sub->add_option("--gate-k", m.gate.k, "a vertex moves across its line (or vertically) only by a shift above "
+                                                      "this many sigma (default 1)")
+                    ->check(CLI::NonNegativeNumber));
+    o.push_back(sub->add_option("--flag-sigma", m.gate.flag_sigma,
+                                "metres: a vertex whose sigma across after the last pass is above this is flagged for review (default 0.1)")
+                    ->check(CLI::PositiveNumber));
+    o.push_back(sub->add_flag("--no-gate", m.no_gate, "move every vertex by the refinement, whatever its uncertainty"));
+    if (needs)
+      for (auto* x : o) x->needs(needs);
+  };
+  add_gate_options(infer, infer_map, map_opt);
+  infer->add_option("--review", infer_map.review,
+                    "--map: the review layer to write (GeoJSON; default: <out stem>.review.geojson beside --out)")
+      ->needs(map_opt);
 
   std::vector<std::string> eval_clouds;
   sl::InferMapArgs eval_map;
@@ -728,6 +840,10 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   evaluate->add_option("--map-origin", eval_map.map_origin, "LAT LON of the map origin")->expected(2);
   evaluate->add_option("--seed", eval_args.seed, "the perturbation's seed");
+  add_gate_options(evaluate, eval_map, nullptr);
+  evaluate->add_option("--calibration-out", eval_args.calibration_out,
+                       "write the calibration fitted here (on the even tiles' vertices) to this file; put it beside the "
+                       "checkpoint as calibration.json and infer --map gates with it");
   evaluate->add_option("--lateral-sigma", eval_args.perturb.lateral_sigma, "std of the smooth sideways offset, metres")
       ->check(CLI::NonNegativeNumber);
   evaluate->add_option("--vertical-sigma", eval_args.perturb.vertical_sigma, "std of the smooth vertical offset, metres")

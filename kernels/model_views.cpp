@@ -1,5 +1,7 @@
 #include "kernels/model_views.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -8,16 +10,18 @@
 namespace sl {
 
 void forward_views(LineRefiner& model, int views, const float* context, const float* noisy_line, int B, int P, int L,
-                   float* pred, const float* local) {
+                   float* pred, const float* local, float* spread) {
   if (views != 1 && views != 2 && views != 4)
     fail("model views", "views must be 1, 2 or 4, got " + std::to_string(views));
   model.forward(context, noisy_line, B, P, L, pred, local);
+  if (spread && B > 0) std::fill(spread, spread + size_t(B) * size_t(L) * 3, 0.f);
   if (views == 1 || B <= 0) return;
   const ModelConfig& cfg = model.config();
   const int C = cfg.in_channels, K = local && cfg.has_local() ? cfg.local_k : 0;
   const size_t nb = (size_t)B, nl = (size_t)L, np = (size_t)P;
-  std::vector<double> sum(nb * nl * 3);
+  std::vector<double> sum(nb * nl * 3), sq(spread ? nb * nl * 3 : 0);
   for (size_t i = 0; i < sum.size(); ++i) sum[i] = pred[i];
+  for (size_t i = 0; i < sq.size(); ++i) sq[i] = double(pred[i]) * pred[i];
   std::vector<float> ctx(nb * np * (size_t)C), line(nb * nl * 3), loc(K > 0 ? nb * nl * (size_t)K * 4 : 0),
       out(nb * nl * 3);
   for (int v = 1; v < views; ++v) {
@@ -49,9 +53,18 @@ void forward_views(LineRefiner& model, int views, const float* context, const fl
         const float* o = &out[(b * nl + l) * 3];
         double* a = &sum[(b * nl + (rev ? nl - 1 - l : l)) * 3];
         a[0] += sx * o[0], a[1] += sy * o[1], a[2] += o[2];
+        if (spread) {
+          double* q = &sq[(b * nl + (rev ? nl - 1 - l : l)) * 3];
+          for (int c = 0; c < 3; ++c) q[c] += double(o[c]) * o[c];  // the sign flips do not change a square
+        }
       }
   }
   for (size_t i = 0; i < sum.size(); ++i) pred[i] = (float)(sum[i] / views);
+  if (spread)
+    for (size_t i = 0; i < sum.size(); ++i) {
+      const double m = sum[i] / views, var = (sq[i] - views * m * m) / (views - 1);
+      spread[i] = (float)std::sqrt(std::max(0.0, var));
+    }
 }
 
 }  // namespace sl

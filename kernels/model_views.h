@@ -22,7 +22,11 @@ namespace sl {
 // context [B,P,C], noisy_line [B,L,3] and local [B,L,K,4] (null without a local branch; K the
 // model's local_k); all host memory, as LineRefiner::forward takes them on the CPU backend.
 // views = 1 is exactly model.forward. Throws sl::Error for another views value.
+// spread (nullable, [B,L,3] host): per line point and axis of the sample frame (x along the line,
+// y across it, z up), the standard deviation of the views' predictions about their mean (divisor
+// views - 1; zero with views = 1): how much the mirror images of one sample disagree, the raw
+// material of a confidence (refine/confidence.h calibrates it against true errors).
 void forward_views(LineRefiner& model, int views, const float* context, const float* noisy_line, int B, int P, int L,
-                   float* pred, const float* local = nullptr);
+                   float* pred, const float* local = nullptr, float* spread = nullptr);
 
 }  // namespace sl

@@ -178,12 +178,13 @@ std::vector<RefinedPiece> refine_pieces(const std::string& checkpoint, const Poi
     }
   }
   const int B = L > 0 ? int(noisy.size() / (size_t(L) * 3)) : 0;
-  std::vector<float> pred(size_t(B) * size_t(std::max<int64_t>(L, 0)) * 3);
+  std::vector<float> pred(size_t(B) * size_t(std::max<int64_t>(L, 0)) * 3), spread(pred.size());
   for (int b0 = 0; b0 < B; b0 += batch) {
     const int n = std::min(batch, B - b0);
     forward_views(model, replay.model.views, context.data() + size_t(b0) * size_t(P) * size_t(replay.model.in_channels),
                   noisy.data() + size_t(b0) * size_t(L) * 3, n, int(P), int(L), pred.data() + size_t(b0) * size_t(L) * 3,
-                  K > 0 ? local.data() + size_t(b0) * size_t(L) * size_t(K) * 4 : nullptr);
+                  K > 0 ? local.data() + size_t(b0) * size_t(L) * size_t(K) * 4 : nullptr,
+                  spread.data() + size_t(b0) * size_t(L) * 3);
   }
 
   // Back to the world: the refined piece is noisy + predicted offset, out of the sample's frame.
@@ -214,6 +215,8 @@ std::vector<RefinedPiece> refine_pieces(const std::string& checkpoint, const Poi
       r.refined.push_back(f.to_world({q[0] + d[0], q[1] + d[1], q[2] + d[2]}));
       const auto w = f.offset_to_world({d[0], d[1], d[2]});
       r.offset.push_back({double(w[0]), double(w[1]), double(w[2])});
+      const float* e = &spread[(size_t(row) * L + j) * 3];
+      r.spread.push_back({double(e[0]), double(e[1]), double(e[2])});
     }
     ++row;
   }

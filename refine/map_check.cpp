@@ -1,26 +1,121 @@
 #include "refine/map_check.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "graph/error.h"
 
 namespace sl {
 
+namespace {
+
+// The region's tile that holds a point (the lowest index), -1 for none.
+int tile_of(const TileSet& region, const Vec3d& p) {
+  const auto t = region.touching(BoxXY{p[0], p[1], p[0], p[1]});
+  return t.empty() ? -1 : int(*std::min_element(t.begin(), t.end()));
+}
+
+// The samples of one pass of an ungated run: the vertices it refined, their spread in that pass
+// and the error of `end` there (`end`: the map the pass started from moved by everything so far).
+void add_samples(const VectorMap& truth, const VectorMap& end, const MapRefineReport& pass,
+                 const std::vector<std::string>& categories, const TileSet& region, std::vector<ConfidenceSample>* out) {
+  const VertexFrame frames = vertex_frames(end, categories);
+  const std::vector<std::array<double, 2>> err = vertex_errors(truth, end, frames);
+  for (size_t v = 0; v < end.vertices.size(); ++v) {
+    if (v >= pass.covered.size() || pass.covered[v] == 0 || !std::isfinite(err[v][0])) continue;
+    const int t = tile_of(region, end.vertices[v].world);
+    if (t < 0) continue;
+    ConfidenceSample x;
+    x.category = frames.category[v];
+    x.spread = {pass.spread[v][1], pass.spread[v][2]};
+    x.error = err[v];
+    x.split = t % 2;
+    out->push_back(std::move(x));
+  }
+}
+
+GatedRun gated_run(const SharedMap& truth, const SharedMap& start, const PassOptions& options, const RefinePass& refine,
+                   const Calibration& cal, const ConfidenceCheck& c, const std::vector<std::string>& categories,
+                   const TileSet& region) {
+  GatedRun g;
+  GateTally tally;
+  const std::vector<Vec3d> total = refine_in_passes(
+      start, options, gated_pass(refine, cal, c.gate, categories, &tally), &g.passes,
+      [&](const PassReport&, const std::vector<Vec3d>& t) {
+        g.errors.push_back(map_error(truth.map, moved_map(start.map, t), categories, &region));
+      });
+  const std::vector<VertexFate> fates = tally.fates(total);
+  g.fates = count_fates(start.map, fates, categories);
+  // The vertices that were far off and where they ended (horizontal and vertical error together).
+  const VertexFrame frames = vertex_frames(start.map, categories);
+  const auto before = vertex_errors(truth.map, start.map, frames);
+  const VectorMap end = moved_map(start.map, total);
+  const auto after = vertex_errors(truth.map, end, vertex_frames(end, categories));
+  for (size_t v = 0; v < fates.size(); ++v) {
+    if (fates[v] == VertexFate::Untouched || fates[v] == VertexFate::NoData) continue;
+    if (tile_of(region, start.map.vertices[v].world) < 0) continue;
+    g.refined++;
+    g.flagged += fates[v] == VertexFate::Flagged;
+    if (!std::isfinite(before[v][0]) || std::hypot(before[v][0], before[v][1]) <= c.far) continue;
+    g.far++;
+    g.far_ended_near += std::hypot(after[v][0], after[v][1]) <= c.near;
+  }
+  return g;
+}
+
+}  // namespace
+
 MapCheckResult check_map_refinement(const SharedMap& truth, const std::vector<Vec3d>& perturbation,
                                     const PassOptions& options, const RefinePass& refine,
-                                    const std::vector<std::string>& categories, const TileSet& region) {
+                                    const std::vector<std::string>& categories, const TileSet& region,
+                                    const ConfidenceCheck* confidence) {
   MapCheckResult r;
   r.options = options;
+  // The confidence check's material: the first pass over the true map (its proposals, which are all
+  // errors) and the last pass over the perturbed map (its spreads, judged at the final positions).
+  MapRefineReport first, last;
+  std::vector<Vec3d> first_d;
+  const PassDetail keep = [&](int pass, const SharedMap&, const MapRefineReport& rep, const std::vector<Vec3d>& d) {
+    if (pass == 1) first = rep, first_d = d;
+    last = rep;
+  };
   // The fixed point: the truth in, every pass's map against the truth.
-  refine_in_passes(truth, options, refine, &r.fixed_passes, [&](const PassReport&, const std::vector<Vec3d>& total) {
-    r.fixed.push_back(map_error(truth.map, moved_map(truth.map, total), categories, &region));
-  });
+  refine_in_passes(
+      truth, options, refine, &r.fixed_passes,
+      [&](const PassReport&, const std::vector<Vec3d>& total) {
+        r.fixed.push_back(map_error(truth.map, moved_map(truth.map, total), categories, &region));
+      },
+      confidence ? keep : PassDetail());
+  if (confidence) add_samples(truth.map, moved_map(truth.map, first_d), first, categories, region, &r.samples);
   // The perturbed map: the same passes from the truth moved by the noise.
   const SharedMap perturbed = make_shared_map(moved_map(truth.map, perturbation));
   r.perturbed_input = map_error(truth.map, perturbed.map, categories, &region);
-  refine_in_passes(perturbed, options, refine, &r.perturbed_passes, [&](const PassReport&, const std::vector<Vec3d>& total) {
-    r.perturbed.push_back(map_error(truth.map, moved_map(perturbed.map, total), categories, &region));
-  });
+  const std::vector<Vec3d> perturbed_total = refine_in_passes(
+      perturbed, options, refine, &r.perturbed_passes,
+      [&](const PassReport&, const std::vector<Vec3d>& total) {
+        r.perturbed.push_back(map_error(truth.map, moved_map(perturbed.map, total), categories, &region));
+      },
+      confidence ? keep : PassDetail());
+  if (!confidence) return r;
+  add_samples(truth.map, moved_map(perturbed.map, perturbed_total), last, categories, region, &r.final_samples);
+  r.checked_confidence = true;
+  r.confidence = *confidence;
+  const int judged = confidence->given ? -1 : 1;
+  if (confidence->given) {
+    r.calibration = *confidence->given;
+  } else {
+    r.calibration = fit_calibration(r.samples, 0);
+    r.fitted = true;
+    int64_t fit = 0;
+    for (const auto& x : r.samples) fit += x.split == 0;
+    r.calibration.note = "fitted by streamline evaluate-map on the first-pass proposals for " + std::to_string(fit) +
+                         " vertices of the true map (even tiles)";
+  }
+  r.coverage = coverage(r.calibration, r.samples, judged);
+  r.final_coverage = coverage(r.calibration, r.final_samples, judged);
+  r.gated_fixed = gated_run(truth, truth, options, refine, r.calibration, *confidence, categories, region);
+  r.gated_perturbed = gated_run(truth, perturbed, options, refine, r.calibration, *confidence, categories, region);
   return r;
 }
 
@@ -80,6 +175,53 @@ std::string to_text(const MapCheckResult& r) {
   s += to_text(r.perturbed_passes, r.options);
   if (r.perturbed_input.outside > 0)
     s += "(" + std::to_string(r.perturbed_input.outside) + " vertices outside the clouds left out)\n";
+  if (!r.checked_confidence) return s;
+  int64_t n[2] = {0, 0};
+  for (const auto& x : r.samples) n[x.split & 1]++;
+  char b[512];
+  s += "\nConfidence: sigma = sqrt((a * spread)^2 + b^2) per axis, the spread being the disagreement of the model's "
+       "views; samples: what the first pass proposed for the true map's vertices (every proposed shift is an error), " +
+       std::to_string(n[0]) + " on even tiles, " + std::to_string(n[1]) + " on odd ones.\n";
+  s += r.fitted ? "Fitted on the even tiles' vertices:\n" : "The calibration given (" + r.calibration.note + "):\n";
+  for (const auto& [key, f] : r.calibration.fits) {
+    std::snprintf(b, sizeof b, "  %-24s across a %.3f b %.4f m; vertical a %.3f b %.4f m\n", key.empty() ? "(all)" : key.c_str(),
+                  f[kAcross].a, f[kAcross].b, f[kVertical].a, f[kVertical].b);
+    s += b;
+  }
+  const std::string on = r.fitted ? "the odd tiles' vertices (nothing was fitted on them)" : "every vertex";
+  s += "Its coverage of the true map's first-pass proposals, on " + on + ":\n" + to_text(r.coverage);
+  s += "Its coverage of the perturbed map's final positions (after the last pass, ungated), on " + on + ":\n" +
+       to_text(r.final_coverage);
+  std::snprintf(b, sizeof b, "\nThe gate (a vertex moves across its line, or vertically, only by a shift beyond %.2f sigma; "
+                "sigma across above %.3f m after the last pass: flagged for review):\n", r.confidence.gate.k, r.confidence.gate.flag_sigma);
+  s += b;
+  auto gated = [&](const char* what, const GatedRun& g, const MapErrorResult& input) {
+    std::vector<std::string> heads{"input"};
+    std::vector<const MapErrorResult*> stages{&input};
+    for (size_t k = 0; k < g.errors.size(); ++k) {
+      heads.push_back("pass " + std::to_string(k + 1));
+      stages.push_back(&g.errors[k]);
+    }
+    std::string o = std::string(what) + ", gated, 3-D distance of its vertices to the true lines, m:\n";
+    o += table(heads, stages);
+    o += to_text(g.passes, r.options);
+    o += to_text(g.fates);
+    char c[256];
+    std::snprintf(c, sizeof c, "  flagged: %lld of %lld refined vertices (%.1f%%)", (long long)g.flagged, (long long)g.refined,
+                  g.refined ? 100.0 * double(g.flagged) / double(g.refined) : 0.0);
+    o += c;
+    if (g.far > 0) {
+      std::snprintf(c, sizeof c, "; of the %lld vertices more than %.0f cm off, %lld (%.1f%%) end within %.0f cm", (long long)g.far,
+                    100 * r.confidence.far, (long long)g.far_ended_near, 100.0 * double(g.far_ended_near) / double(g.far),
+                    100 * r.confidence.near);
+      o += c;
+    }
+    return o + "\n";
+  };
+  MapErrorResult zero = r.fixed.empty() ? MapErrorResult{} : r.fixed.front();
+  for (auto& row : zero.rows) row.full = Spread{}, row.horizontal = Spread{};
+  s += gated("The true map", r.gated_fixed, zero);
+  s += gated("The perturbed map", r.gated_perturbed, r.perturbed_input);
   return s;
 }
 

@@ -10,10 +10,32 @@
 #include <vector>
 
 #include "formats/tiles/tile_set.h"
+#include "refine/confidence.h"
 #include "refine/map_error.h"
 #include "refine/passes.h"
 
 namespace sl {
+
+// The confidence check (refine/confidence.h): the samples are what the first pass proposed for the
+// true map's vertices (there every proposed shift is an error: the scatter the gate must tell from a
+// real correction), split by the region's tile that holds the vertex (even tiles 0, odd 1). Without
+// a given calibration one is fitted on split 0 and judged on split 1 (nothing fitted on what it is
+// judged on); with one, judged on every sample. It is also judged on the perturbed map's final
+// positions (after the last ungated pass, with that pass's spreads). Then both maps are refined
+// again through the gate with that calibration.
+struct ConfidenceCheck {
+  const Calibration* given = nullptr;
+  GateOptions gate;
+  double far = 0.05, near = 0.02;  // m: the vertices more than `far` off in the input, and how many end within `near`
+};
+
+struct GatedRun {
+  std::vector<PassReport> passes;
+  std::vector<MapErrorResult> errors;  // after each pass
+  FateCounts fates;
+  int64_t far = 0, far_ended_near = 0;  // vertices more than `far` off in the input; of them, within `near` at the end
+  int64_t refined = 0, flagged = 0;     // vertices the refinement reached; of them, flagged
+};
 
 struct MapCheckResult {
   PassOptions options;
@@ -21,13 +43,24 @@ struct MapCheckResult {
   std::vector<MapErrorResult> fixed;      // the true map after each pass
   MapErrorResult perturbed_input;         // the perturbed map as given
   std::vector<MapErrorResult> perturbed;  // after each pass
+  // The confidence check, when asked for.
+  bool checked_confidence = false;
+  ConfidenceCheck confidence;
+  std::vector<ConfidenceSample> samples;        // the true map's first-pass proposals
+  std::vector<ConfidenceSample> final_samples;  // the perturbed map's final positions
+  Calibration calibration;  // fitted on split 0, or the given one
+  bool fitted = false;
+  std::vector<CoverageRow> coverage, final_coverage;  // on split 1 when fitted, else on every sample
+  GatedRun gated_fixed, gated_perturbed;
 };
 
 // `perturbation`: per vertex of truth.map (perturb_map's). `refine`: one pass over a map (the same
-// closure infer uses). Throws what they throw.
+// closure infer uses; it must fill the report it is given for the confidence check). Throws what
+// they throw.
 MapCheckResult check_map_refinement(const SharedMap& truth, const std::vector<Vec3d>& perturbation,
                                     const PassOptions& options, const RefinePass& refine,
-                                    const std::vector<std::string>& categories, const TileSet& region);
+                                    const std::vector<std::string>& categories, const TileSet& region,
+                                    const ConfidenceCheck* confidence = nullptr);
 
 // The report: per pass, per category, mean / median / p95 of the 3-D error, for the fixed point and
 // the perturbed map.

@@ -27,13 +27,17 @@ VectorMap moved_map(const VectorMap& map, const std::vector<Vec3d>& d) {
 }
 
 std::vector<Vec3d> refine_in_passes(const SharedMap& map, const PassOptions& options, const RefinePass& refine_once,
-                                    std::vector<PassReport>* passes_out, const AfterPass& after_pass) {
+                                    std::vector<PassReport>* passes_out, const AfterPass& after_pass,
+                                    const PassDetail& detail) {
   if (options.passes < 1) throw Error("passes must be at least 1, not " + std::to_string(options.passes));
   if (!(options.tolerance >= 0)) throw Error("the pass tolerance must be a distance >= 0");
   std::vector<Vec3d> total(map.map.vertices.size(), Vec3d{0, 0, 0});
   SharedMap current;  // the map moved by the passes so far (pass 1 reads `map` itself)
   for (int pass = 1; pass <= options.passes; ++pass) {
-    const std::vector<Vec3d> d = refine_once(pass == 1 ? map : current, pass);
+    MapRefineReport rep;
+    const SharedMap& input = pass == 1 ? map : current;
+    const std::vector<Vec3d> d = refine_once(input, pass, detail ? &rep : nullptr);
+    if (detail) detail(pass, input, rep, d);
     if (d.size() != total.size())
       throw Error("pass " + std::to_string(pass) + " gave " + std::to_string(d.size()) + " displacements for " +
                   std::to_string(total.size()) + " vertices");

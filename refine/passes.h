@@ -37,16 +37,22 @@ struct PassReport {
   double mean_move = 0, max_move = 0;  // metres (3-D), over those
 };
 
-// One pass: the displacement of every vertex of `map` (what refine_map or refine_map_tiles returns).
-using RefinePass = std::function<std::vector<Vec3d>(const SharedMap& map, int pass)>;
+// One pass: the displacement of every vertex of `map` (what refine_map or refine_map_tiles returns),
+// and its report when `report` is not null.
+using RefinePass = std::function<std::vector<Vec3d>(const SharedMap& map, int pass, MapRefineReport* report)>;
 // Told after each pass: its report and the total displacement so far.
 using AfterPass = std::function<void(const PassReport& pass, const std::vector<Vec3d>& total)>;
+// Told after each pass, with what refine_once reported (when set, refine_once gets a report to fill)
+// and the displacement it returned.
+using PassDetail = std::function<void(int pass, const SharedMap& refined, const MapRefineReport& report,
+                                      const std::vector<Vec3d>& d)>;
 
 // Runs `refine_once` on `map`, then on the map moved by the displacements so far, as PassOptions
 // says; returns the total displacement of every vertex of `map`. `passes_out`: one report per pass
 // run. Deterministic: the same inputs run the same passes (the stop is on the moves, not on time).
 std::vector<Vec3d> refine_in_passes(const SharedMap& map, const PassOptions& options, const RefinePass& refine_once,
-                                    std::vector<PassReport>* passes_out, const AfterPass& after_pass = nullptr);
+                                    std::vector<PassReport>* passes_out, const AfterPass& after_pass = nullptr,
+                                    const PassDetail& detail = nullptr);
 
 // `map` with every vertex moved by d (world metres): the vertices and the lines' points alike,
 // the rest (ids, categories, the source bytes for the write-back) as it was.

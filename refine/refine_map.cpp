@@ -29,7 +29,7 @@ double norm(const Vec3d& v) { return std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] 
 }  // namespace
 
 std::vector<PieceOffsets> piece_offsets_along(const std::vector<const RefinedPiece*>& pieces, double s0, double s1,
-                                              const std::string& what) {
+                                              const std::string& what, bool spread) {
   std::vector<PieceOffsets> out;
   if (pieces.empty()) return out;
   std::vector<double> cum(pieces.size() + 1, 0.0);
@@ -57,13 +57,16 @@ std::vector<PieceOffsets> piece_offsets_along(const std::vector<const RefinedPie
     // The part's ends are exact (s0, s1); inside, each piece takes its share of the part's length.
     const double a = k == 0 || total <= 0 ? s0 : s0 + span * (cum[k] / total);
     const double b = k + 1 == pieces.size() ? s1 : total <= 0 ? s0 : s0 + span * (cum[k + 1] / total);
-    out.push_back(uniform_piece(a, std::max(a, b), p.offset));
+    if (spread && p.spread.size() != p.offset.size())
+      throw Error(what + ": piece " + std::to_string(k) + " has " + std::to_string(p.spread.size()) + " spreads for " +
+                  std::to_string(p.offset.size()) + " offsets");
+    out.push_back(uniform_piece(a, std::max(a, b), spread ? p.spread : p.offset));
   }
   return out;
 }
 
 void propose_refinement(const VectorMap& map, const std::vector<LinePortion>& parts,
-                        const std::vector<RefinedPiece>& pieces, MapEdit& edit) {
+                        const std::vector<RefinedPiece>& pieces, MapEdit& edit, MapEdit* spread) {
   // Pieces of each part, in piece order; parts of each map line.
   std::vector<std::vector<const RefinedPiece*>> of_part(parts.size());
   for (const auto& p : pieces) {
@@ -73,16 +76,19 @@ void propose_refinement(const VectorMap& map, const std::vector<LinePortion>& pa
   std::map<uint32_t, std::vector<size_t>> parts_of_line;
   for (size_t i = 0; i < parts.size(); ++i) parts_of_line[parts[i].line].push_back(i);
   for (const auto& [line, idx] : parts_of_line) {
-    std::vector<PieceOffsets> pcs;
+    std::vector<PieceOffsets> pcs, spr;
     for (size_t i : idx) {
       auto& ps = of_part[i];
       std::stable_sort(ps.begin(), ps.end(), [](const RefinedPiece* a, const RefinedPiece* b) { return a->piece < b->piece; });
       for (auto& po : piece_offsets_along(ps, parts[i].s0, parts[i].s1, map.label(line))) pcs.push_back(std::move(po));
+      if (spread)
+        for (auto& po : piece_offsets_along(ps, parts[i].s0, parts[i].s1, map.label(line), true)) spr.push_back(std::move(po));
     }
     if (pcs.empty()) continue;
     std::vector<int> covered;
     const std::vector<Vec3d> d = vertex_displacements(map.lines[line].points, pcs, &covered);
     edit.propose(line, d, &covered);
+    if (spread) spread->propose(line, vertex_displacements(map.lines[line].points, spr), &covered);
   }
 }
 
@@ -99,10 +105,13 @@ std::vector<Vec3d> refine_map(const std::string& checkpoint, const SharedMap& sh
   InferReport ir;
   // Also with no part on the clouds: the checkpoint and its pipeline are checked all the same.
   const std::vector<RefinedPiece> pieces = refine_pieces(checkpoint, cloud, lf, options.pipeline_json, &ir, options.batch);
-  MapEdit edit(map);
-  propose_refinement(map, parts, pieces, edit);
+  MapEdit edit(map), spread(map);
+  propose_refinement(map, parts, pieces, edit, &spread);
   std::vector<Vec3d> d = edit.displacements();
-  if (report) *report = map_refine_report(map, parts, pieces, ir, edit, d, options.categories);
+  if (report) {
+    *report = map_refine_report(map, parts, pieces, ir, edit, d, options.categories);
+    report->spread = spread.displacements();
+  }
   return d;
 }
 
@@ -110,6 +119,15 @@ MapRefineReport map_refine_report(const VectorMap& map, const std::vector<LinePo
                                   const std::vector<RefinedPiece>& pieces, const InferReport& ir, const MapEdit& edit,
                                   const std::vector<Vec3d>& d, const std::vector<std::string>& categories) {
   MapRefineReport r;
+  r.covered.resize(map.vertices.size());
+  for (size_t v = 0; v < r.covered.size(); ++v) r.covered[v] = int(edit.proposals(v));
+  r.on_clouds.assign(map.vertices.size(), 0);
+  for (const LinePortion& p : parts) {
+    const MapLine& line = map.lines[p.line];
+    const std::vector<double> s = arc_lengths(line.points);
+    for (size_t k = 0; k < s.size() && k < line.vertex.size(); ++k)
+      if (s[k] >= p.s0 - 1e-6 && s[k] <= p.s1 + 1e-6) r.on_clouds[line.vertex[k]] = 1;
+  }
   r.parts = int64_t(parts.size());
   r.pieces = ir.pieces;
   r.refined_pieces = ir.refined_pieces;

@@ -41,20 +41,29 @@ struct MapRefineReport {
   int64_t shared_with_unrefined = 0;  // of those, vertices also on a line that was not refined (they move with it)
   std::map<std::string, MapCategoryReport> categories;  // the wanted categories present in the map
   std::vector<std::string> left;      // "way 12 (line_thin:dashed): <why>" for each line on the clouds left as given
+  // Per map vertex: the views' spread of the refinement there (RefinedPiece::spread interpolated as the
+  // offsets are: along, across, vertical, metres), the mean where several lines propose; and how many
+  // refined lines propose a move for it (0: no refinement reached it -- no data, or not a wanted line).
+  std::vector<Vec3d> spread;
+  std::vector<int> covered;
+  // Per map vertex: 1 where it lies on a part of a wanted line over the clouds (what the refinement
+  // was asked to move; a vertex there that no refined piece covers had no data).
+  std::vector<uint8_t> on_clouds;
 };
 
 // The refined pieces of one part of a map line, placed along the line: the pieces tile the part
 // [s0, s1] in piece order, each taking its share of the part by the length of its given points, its
 // L offsets equally spaced over its extent (uniform_piece). Pieces left as given give nothing.
 // Throws sl::Error when the pieces do not follow each other (a pipeline whose splitting stage does not
-// cut lines into consecutive pieces).
+// cut lines into consecutive pieces). spread: the pieces' spreads in place of their offsets.
 std::vector<PieceOffsets> piece_offsets_along(const std::vector<const RefinedPiece*>& pieces, double s0, double s1,
-                                              const std::string& what);
+                                              const std::string& what, bool spread = false);
 
 // The proposals of every refined part to `edit`: parts[i] was refined as line i of the LinesFile
-// given to refine_pieces (pieces[k].line indexes parts). One proposal per map line.
+// given to refine_pieces (pieces[k].line indexes parts). One proposal per map line. spread (nullable):
+// the pieces' spreads proposed the same way (its displacements() are the spread at each vertex).
 void propose_refinement(const VectorMap& map, const std::vector<LinePortion>& parts,
-                        const std::vector<RefinedPiece>& pieces, MapEdit& edit);
+                        const std::vector<RefinedPiece>& pieces, MapEdit& edit, MapEdit* spread = nullptr);
 
 // The whole job: the displacement of every map vertex (world metres; zero where nothing moves).
 // `cloud`: the clouds merged into one local frame (its origin); `boxes`: each cloud's world xy box.

@@ -110,6 +110,8 @@ void encode(std::string& s, const RefinedPiece& r) {
   for (const auto& g : r.given) put(s, g);
   put(s, uint64_t(r.offset.size()));
   for (const auto& o : r.offset) put(s, o);
+  put(s, uint64_t(r.spread.size()));
+  for (const auto& o : r.spread) put(s, o);
   put(s, uint64_t(r.note.size()));
   s += r.note;
 }
@@ -120,6 +122,8 @@ RefinedPiece decode(const char*& p, const char* end) {
   for (auto& g : r.given) g = take<std::array<float, 3>>(p, end);
   r.offset.resize(take<uint64_t>(p, end));
   for (auto& o : r.offset) o = take<std::array<double, 3>>(p, end);
+  r.spread.resize(take<uint64_t>(p, end));
+  for (auto& o : r.spread) o = take<std::array<double, 3>>(p, end);
   const uint64_t n = take<uint64_t>(p, end);
   if (uint64_t(end - p) < n) throw Error("refine_map_tiles: a rank sent a truncated result");
   r.note.assign(p, n);
@@ -262,13 +266,14 @@ std::vector<Vec3d> refine_map_tiles(const std::string& checkpoint, const SharedM
                    [](const RefinedPiece& a, const RefinedPiece& b) { return a.line != b.line ? a.line < b.line : a.piece < b.piece; });
   for (size_t k = 0; k < pieces.size(); ++k)  // places along each part: 0, 1, ... as propose_refinement wants
     pieces[k].piece = k > 0 && pieces[k - 1].line == pieces[k].line ? pieces[k - 1].piece + 1 : 0;
-  MapEdit edit(map);
-  propose_refinement(map, parts, pieces, edit);
+  MapEdit edit(map), spread(map);
+  propose_refinement(map, parts, pieces, edit, &spread);
   std::vector<Vec3d> d = edit.displacements();
   if (report) {
     InferReport all;
     all.pieces = counts[0], all.refined_pieces = counts[1];
     report->map = map_refine_report(map, parts, pieces, all, edit, d, mo.categories);
+    report->map.spread = spread.displacements();
     report->groups = int64_t(groups.size());
     report->tile_loads = cache.loads, report->tile_hits = cache.hits, report->peak_bytes = cache.peak;
     report->reach = reach;

@@ -97,6 +97,39 @@ TEST(ModelViews, OneViewIsTheForwardAndMoreAreTheMeanOfTheMappedBackViews) {
   }
 }
 
+// The spread is the sample standard deviation of the mapped-back views, per element, computed
+// plainly here (two passes in double); zero for one view; and the mean is unchanged by asking.
+TEST(ModelViews, TheSpreadIsTheStandardDeviationOfTheMappedBackViews) {
+  LineRefiner m(small_local(), 13);
+  const Sample s = random_sample(21);
+  const size_t n = (size_t)s.B * s.L * 3;
+  std::vector<float> pred(n), spread(n, -1.f), plain(n);
+  forward_views(m, 1, s.ctx.data(), s.line.data(), s.B, s.P, s.L, pred.data(), s.local.data(), spread.data());
+  for (size_t i = 0; i < n; ++i) EXPECT_EQ(spread[i], 0.f);
+  for (int views : {2, 4}) {
+    std::vector<std::vector<double>> each;
+    for (int v = 0; v < views; ++v) {
+      const Sample w = view_of(s, v);
+      std::vector<float> p(n);
+      m.forward(w.ctx.data(), w.line.data(), s.B, s.P, s.L, p.data(), w.local.data());
+      each.push_back(back(p, s, v));
+    }
+    forward_views(m, views, s.ctx.data(), s.line.data(), s.B, s.P, s.L, pred.data(), s.local.data(), spread.data());
+    forward_views(m, views, s.ctx.data(), s.line.data(), s.B, s.P, s.L, plain.data(), s.local.data());
+    EXPECT_EQ(pred, plain) << "views " << views;
+    double total = 0;
+    for (size_t i = 0; i < n; ++i) {
+      double mean = 0, ss = 0;
+      for (const auto& e : each) mean += e[i] / views;
+      for (const auto& e : each) ss += (e[i] - mean) * (e[i] - mean);
+      const double want = std::sqrt(ss / (views - 1));
+      EXPECT_NEAR(spread[i], want, 1e-6 + 1e-4 * want) << "views " << views << " element " << i;
+      total += want;
+    }
+    EXPECT_GT(total / n, 1e-4) << "views " << views << ": the views agree exactly (an untrained model is not symmetric)";
+  }
+}
+
 // The averaged prediction is equivariant: views of the mirrored (or reversed) sample give the
 // sample's prediction mirrored (reversed) -- the seeds' model (no local branch) and the local one.
 TEST(ModelViews, TheMeanOverViewsIsEquivariantUnderTheViewsThemselves) {

@@ -40,7 +40,7 @@ class PassesTest : public ::testing::Test {
 
 // A refiner that moves every curb vertex half way to y = 0 (where its truth is), in the map it is given.
 RefinePass halfway(std::vector<double>* seen_y) {
-  return [seen_y](const SharedMap& m, int) {
+  return [seen_y](const SharedMap& m, int, MapRefineReport*) {
     std::vector<Vec3d> d(m.map.vertices.size(), Vec3d{0, 0, 0});
     for (const auto& line : m.map.lines) {
       if (line.category != "curb") continue;
@@ -92,7 +92,7 @@ TEST_F(PassesTest, ThePassesStopOnTheMeanMoveNotOnOneVertexThatKeepsMoving) {
   ASSERT_EQ(m.map.vertices.size(), 5u);
   const uint32_t restless = m.map.lines[0].vertex[0];
   int calls = 0;
-  const RefinePass one_keeps_moving = [&](const SharedMap& cur, int) {
+  const RefinePass one_keeps_moving = [&](const SharedMap& cur, int, MapRefineReport*) {
     ++calls;
     std::vector<Vec3d> d(cur.map.vertices.size(), Vec3d{0, 0.001, 0});
     d[restless] = {0.1, 0, 0};

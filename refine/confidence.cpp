@@ -1,0 +1,415 @@
+#include "refine/confidence.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <tuple>
+
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+
+#include "graph/atomic_file.h"
+#include "graph/error.h"
+
+namespace sl {
+
+namespace {
+
+constexpr double kOneSigma = 0.682689492137086, kTwoSigma = 0.954499736103642;
+
+// The negative log-likelihood (without constants) of errors under N(0, (a s)^2 + b^2).
+double nll(const std::vector<double>& s, const std::vector<double>& e, double a, double b) {
+  double sum = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const double v = a * a * s[i] * s[i] + b * b;
+    if (!(v > 0)) return std::numeric_limits<double>::infinity();
+    sum += std::log(v) + e[i] * e[i] / v;
+  }
+  return sum;
+}
+
+}  // namespace
+
+double AxisCalibration::sigma(double spread) const { return std::sqrt(a * a * spread * spread + b * b); }
+
+const std::array<AxisCalibration, 2>& Calibration::of(const std::string& category) const {
+  auto it = fits.find(category);
+  if (it != fits.end()) return it->second;
+  it = fits.find("");
+  if (it == fits.end()) throw Error("calibration: no fit for category '" + category + "' and none over all categories");
+  return it->second;
+}
+
+AxisCalibration fit_axis(const std::vector<double>& spread, const std::vector<double>& error) {
+  if (spread.size() != error.size())
+    throw Error("fit_axis: " + std::to_string(spread.size()) + " spreads for " + std::to_string(error.size()) + " errors");
+  if (spread.size() < 2) throw Error("fit_axis: at least 2 samples are needed, got " + std::to_string(spread.size()));
+  // Search in log10 space; 0 is a candidate for each (a = 0: a constant sigma, b = the rms error).
+  double rms = 0;
+  for (double e : error) rms += e * e;
+  rms = std::sqrt(rms / double(error.size()));
+  AxisCalibration best{0, std::max(rms, 1e-9)};
+  double best_nll = nll(spread, error, best.a, best.b);
+  auto consider = [&](double a, double b) {
+    const double f = nll(spread, error, a, b);
+    if (f < best_nll) best_nll = f, best = {a, b};
+  };
+  for (int i = -1; i <= 48; ++i)    // a: 0, 1e-2 .. 1e2
+    for (int j = -1; j <= 48; ++j)  // b: 0, 1e-5 .. 1
+      consider(i < 0 ? 0.0 : std::pow(10.0, -2.0 + i / 12.0), j < 0 ? 0.0 : std::pow(10.0, -5.0 + j * 5.0 / 48.0));
+  double step = 1.0 / 12.0;  // decades
+  for (int round = 0; round < 5; ++round) {
+    const AxisCalibration m = best;
+    for (int i = -5; i <= 5; ++i)
+      for (int j = -5; j <= 5; ++j)
+        consider(m.a > 0 ? m.a * std::pow(10.0, i * step / 5) : 0.0, m.b > 0 ? m.b * std::pow(10.0, j * step / 5) : 0.0);
+    step /= 5;
+  }
+  return best;
+}
+
+Calibration fit_calibration(const std::vector<ConfidenceSample>& samples, int fit_split, int64_t min_per_category) {
+  std::map<std::string, std::array<std::vector<double>, 4>> by;  // spread, error: across then vertical
+  for (const auto& x : samples) {
+    if (x.split != fit_split) continue;
+    for (const std::string& key : {std::string(), x.category})
+      for (int a = 0; a < 2; ++a) {
+        auto& v = by[key];
+        v[size_t(2 * a)].push_back(x.spread[size_t(a)]);
+        v[size_t(2 * a + 1)].push_back(x.error[size_t(a)]);
+      }
+  }
+  Calibration cal;
+  for (const auto& [key, v] : by) {
+    if (!key.empty() && int64_t(v[0].size()) < min_per_category) continue;
+    if (v[0].size() < 2) continue;
+    cal.fits[key] = {fit_axis(v[0], v[1]), fit_axis(v[2], v[3])};
+  }
+  if (cal.fits.find("") == cal.fits.end())
+    throw Error("calibration: split " + std::to_string(fit_split) + " holds fewer than 2 refined vertices to fit on");
+  return cal;
+}
+
+bool CoverageRow::calibrated(double tolerance) const {
+  auto ok = [&](double w1, double w2) {
+    return std::fabs(w1 - kOneSigma) <= tolerance && std::fabs(w2 - kTwoSigma) <= tolerance;
+  };
+  if (n == 0 || !ok(within1, within2) || deciles.size() < 10) return false;
+  for (const auto& d : deciles)
+    if (!ok(d.within1, d.within2)) return false;
+  return true;
+}
+
+std::vector<CoverageRow> coverage(const Calibration& cal, const std::vector<ConfidenceSample>& samples, int split) {
+  std::map<std::string, std::array<std::vector<std::pair<double, double>>, 2>> by;  // (sigma, |error|)
+  for (const auto& x : samples) {
+    if (split >= 0 && x.split != split) continue;
+    const auto& f = cal.of(x.category);
+    for (int a = 0; a < 2; ++a) {
+      const std::pair<double, double> p{f[size_t(a)].sigma(x.spread[size_t(a)]), std::fabs(x.error[size_t(a)])};
+      by[x.category][size_t(a)].push_back(p);
+      by["\x7f" "all"][size_t(a)].push_back(p);  // sorts last
+    }
+  }
+  std::vector<CoverageRow> rows;
+  for (auto& [key, axes] : by)
+    for (int a = 0; a < 2; ++a) {
+      auto& v = axes[size_t(a)];
+      CoverageRow r;
+      r.category = key == "\x7f" "all" ? "all" : key;
+      r.axis = a;
+      r.n = int64_t(v.size());
+      if (v.empty()) continue;
+      // By sigma alone (the samples' order among equal sigmas: sorting by the error too would fill the
+      // first tenth of a constant sigma with the smallest errors).
+      std::stable_sort(v.begin(), v.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+      double w1 = 0, w2 = 0, ms = 0, se = 0;
+      for (const auto& [s, e] : v) w1 += e <= s, w2 += e <= 2 * s, ms += s, se += e * e;
+      r.within1 = w1 / double(v.size()), r.within2 = w2 / double(v.size());
+      r.mean_sigma = ms / double(v.size()), r.rms_error = std::sqrt(se / double(v.size()));
+      // Tenths by sigma; a bin never splits equal sigmas, so a sigma that takes fewer than ten values
+      // makes fewer than ten bins (and is not calibrated: it cannot say which vertices are surer).
+      for (size_t lo = 0; lo < v.size();) {
+        size_t hi = std::max(lo + 1, std::min(v.size(), (r.deciles.size() + 1) * v.size() / 10));
+        while (hi < v.size() && v[hi].first == v[hi - 1].first) ++hi;
+        CoverageRow::Decile d;
+        d.n = int64_t(hi - lo);
+        d.sigma_lo = v[lo].first, d.sigma_hi = v[hi - 1].first;
+        for (size_t i = lo; i < hi; ++i) d.within1 += v[i].second <= v[i].first, d.within2 += v[i].second <= 2 * v[i].first;
+        d.within1 /= double(d.n), d.within2 /= double(d.n);
+        r.deciles.push_back(d);
+        lo = hi;
+      }
+      rows.push_back(std::move(r));
+    }
+  return rows;
+}
+
+std::string to_text(const std::vector<CoverageRow>& rows) {
+  std::string s =
+      "  category                 axis       vertices  mean sigma  rms error  within 1 sigma  within 2 sigma  deciles "
+      "within 1 sigma (low sigma .. high)  calibrated (+-5 points, every decile)\n";
+  char b[512];
+  for (const auto& r : rows) {
+    std::string dec;
+    for (const auto& d : r.deciles) {
+      char x[16];
+      std::snprintf(x, sizeof x, " %2.0f", 100 * d.within1);
+      dec += x;
+    }
+    std::snprintf(b, sizeof b, "  %-24s %-9s %9lld  %8.4f m  %7.4f m  %13.1f%%  %13.1f%%  %-32s  %s\n", r.category.c_str(),
+                  axis_name(r.axis), (long long)r.n, r.mean_sigma, r.rms_error, 100 * r.within1, 100 * r.within2,
+                  dec.c_str(), r.calibrated() ? "yes" : "no");
+    s += b;
+  }
+  s += "  (the target: 68.3% within 1 sigma and 95.4% within 2, overall and in each tenth of the vertices by sigma)\n";
+  return s;
+}
+
+void write_calibration(const std::string& path, const Calibration& cal) {
+  auto num = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.9g", v);
+    return std::string(b);
+  };
+  auto esc = [](const std::string& t) {
+    std::string o;
+    for (char c : t) {
+      if (c == '"' || c == '\\') o += '\\';
+      if ((unsigned char)c < 0x20) {
+        o += ' ';
+        continue;
+      }
+      o += c;
+    }
+    return o;
+  };
+  std::string o = "{\n  \"format\": \"streamline calibration 1\",\n  \"note\": \"" + esc(cal.note) +
+                  "\",\n  \"checkpoint\": \"" + esc(cal.checkpoint) + "\",\n  \"model\": \"sigma = sqrt((a * spread)^2 + b^2), metres\",\n  \"fits\": {";
+  bool first = true;
+  for (const auto& [key, f] : cal.fits) {
+    o += std::string(first ? "" : ",") + "\n    \"" + esc(key) + "\": {";
+    for (int a = 0; a < 2; ++a)
+      o += std::string(a ? ", " : "") + "\"" + axis_name(a) + "\": {\"a\": " + num(f[size_t(a)].a) +
+           ", \"b\": " + num(f[size_t(a)].b) + "}";
+    o += "}";
+    first = false;
+  }
+  o += "\n  }\n}\n";
+  write_file_atomic(path, o);
+}
+
+Calibration read_calibration(const std::string& path) {
+  const std::string text = read_file(path);
+  rapidjson::Document d;
+  d.Parse(text.c_str(), text.size());
+  if (d.HasParseError())
+    fail(path, std::string("not JSON: ") + rapidjson::GetParseError_En(d.GetParseError()) + " at byte " +
+                   std::to_string(d.GetErrorOffset()));
+  if (!d.IsObject() || !d.HasMember("format") || !d["format"].IsString() ||
+      std::string(d["format"].GetString()) != "streamline calibration 1")
+    fail(path, "not a streamline calibration (\"format\": \"streamline calibration 1\" expected)");
+  Calibration cal;
+  if (d.HasMember("note") && d["note"].IsString()) cal.note = d["note"].GetString();
+  if (d.HasMember("checkpoint") && d["checkpoint"].IsString()) cal.checkpoint = d["checkpoint"].GetString();
+  if (!d.HasMember("fits") || !d["fits"].IsObject()) fail(path, "\"fits\" must be an object");
+  for (auto it = d["fits"].MemberBegin(); it != d["fits"].MemberEnd(); ++it) {
+    const std::string key = it->name.GetString();
+    std::array<AxisCalibration, 2> f;
+    for (int a = 0; a < 2; ++a) {
+      const char* name = axis_name(a);
+      if (!it->value.IsObject() || !it->value.HasMember(name) || !it->value[name].IsObject())
+        fail(path, "fits/" + key + ": \"" + name + "\" must be an object");
+      const auto& ax = it->value[name];
+      for (const char* p : {"a", "b"})
+        if (!ax.HasMember(p) || !ax[p].IsNumber() || !std::isfinite(ax[p].GetDouble()) || ax[p].GetDouble() < 0)
+          fail(path, "fits/" + key + "/" + name + "/" + p + " must be a finite number >= 0");
+      f[size_t(a)] = {ax["a"].GetDouble(), ax["b"].GetDouble()};
+      if (!(f[size_t(a)].b > 0))
+        fail(path, "fits/" + key + "/" + name + "/b must be > 0 (a vertex whose views agree exactly would get sigma 0)");
+    }
+    cal.fits[key] = f;
+  }
+  if (cal.fits.find("") == cal.fits.end()) fail(path, "fits has no \"\" entry (the fit over every category)");
+  return cal;
+}
+
+VertexFrame vertex_frames(const VectorMap& map, const std::vector<std::string>& categories) {
+  VertexFrame f;
+  f.normal.assign(map.vertices.size(), {0, 0});
+  f.category.assign(map.vertices.size(), "");
+  std::vector<bool> done(map.vertices.size(), false);
+  for (const MapLine& l : map.lines) {
+    if (!category_matches(l.category, categories)) continue;
+    const size_t n = l.points.size();
+    for (size_t k = 0; k < n && k < l.vertex.size(); ++k) {
+      const uint32_t v = l.vertex[k];
+      if (done[v]) continue;
+      const Vec3d& a = l.points[k > 0 ? k - 1 : k];
+      const Vec3d& b = l.points[k + 1 < n ? k + 1 : k];
+      const double tx = b[0] - a[0], ty = b[1] - a[1], len = std::hypot(tx, ty);
+      if (len > 0) f.normal[v] = {-ty / len, tx / len};
+      f.category[v] = l.category;
+      done[v] = true;
+    }
+  }
+  return f;
+}
+
+std::vector<std::array<double, 2>> vertex_errors(const VectorMap& truth, const VectorMap& refined,
+                                                 const VertexFrame& frames) {
+  using Key = std::tuple<int64_t, int64_t, int64_t>;
+  std::map<Key, size_t> twin;
+  for (size_t i = 0; i < truth.lines.size(); ++i) twin.emplace(Key{truth.lines[i].id, truth.lines[i].member, truth.lines[i].part}, i);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<std::array<double, 2>> out(refined.vertices.size(), {nan, nan});
+  std::vector<bool> done(refined.vertices.size(), false);
+  for (const MapLine& l : refined.lines) {
+    auto it = twin.find(Key{l.id, l.member, l.part});
+    if (it == twin.end()) continue;
+    const std::vector<Vec3d>& t = truth.lines[it->second].points;
+    if (t.empty()) continue;
+    for (size_t k = 0; k < l.points.size() && k < l.vertex.size(); ++k) {
+      const uint32_t v = l.vertex[k];
+      if (done[v]) continue;
+      done[v] = true;
+      const Vec3d& p = l.points[k];
+      // The closest point of the true line in xy, its height interpolated.
+      double best = std::numeric_limits<double>::infinity();
+      Vec3d c = t[0];
+      for (size_t i = 0; i + 1 < t.size() || i == 0; ++i) {
+        const Vec3d& a = t[i];
+        const Vec3d& b = t.size() > 1 ? t[i + 1] : t[i];
+        const double dx = b[0] - a[0], dy = b[1] - a[1], dd = dx * dx + dy * dy;
+        const double u = dd > 0 ? std::clamp(((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / dd, 0.0, 1.0) : 0.0;
+        const Vec3d q{a[0] + u * dx, a[1] + u * dy, a[2] + u * (b[2] - a[2])};
+        const double dist = std::hypot(p[0] - q[0], p[1] - q[1]);
+        if (dist < best) best = dist, c = q;
+        if (t.size() == 1) break;
+      }
+      const auto& n = frames.normal[v];
+      const double ex = p[0] - c[0], ey = p[1] - c[1];
+      // Across: the horizontal distance, signed by the side of the vertex's normal it lies on.
+      const double along_n = ex * n[0] + ey * n[1];
+      out[v] = {along_n < 0 ? -best : best, p[2] - c[2]};
+    }
+  }
+  return out;
+}
+
+const char* fate_name(VertexFate f) {
+  switch (f) {
+    case VertexFate::Untouched: return "untouched";
+    case VertexFate::NoData: return "no data";
+    case VertexFate::Left: return "left as right";
+    case VertexFate::Moved: return "moved";
+    case VertexFate::Flagged: return "flagged";
+  }
+  return "?";
+}
+
+GateResult gate_moves(const VectorMap& map, const std::vector<Vec3d>& d, const MapRefineReport& report,
+                      const Calibration& cal, const GateOptions& options, const std::vector<std::string>& categories) {
+  const size_t nv = map.vertices.size();
+  if (d.size() != nv || report.spread.size() != nv || report.covered.size() != nv || report.on_clouds.size() != nv)
+    throw Error("gate_moves: the displacements or the report do not match the map's " + std::to_string(nv) + " vertices");
+  if (!(options.k >= 0) || !(options.flag_sigma > 0)) throw Error("gate_moves: k must be >= 0 and flag_sigma > 0");
+  const VertexFrame frames = vertex_frames(map, categories);
+  GateResult g;
+  g.d.assign(nv, {0, 0, 0});
+  g.fate.assign(nv, VertexFate::Untouched);
+  g.sigma.assign(nv, {0, 0});
+  g.shift.assign(nv, {0, 0});
+  for (size_t v = 0; v < nv; ++v) {
+    if (report.covered[v] == 0) {
+      if (report.on_clouds[v]) g.fate[v] = VertexFate::NoData;
+      continue;
+    }
+    const auto& f = cal.of(frames.category[v]);
+    const auto& n = frames.normal[v];
+    const double across = d[v][0] * n[0] + d[v][1] * n[1], up = d[v][2];
+    const double sa = f[kAcross].sigma(report.spread[v][1]), sz = f[kVertical].sigma(report.spread[v][2]);
+    g.sigma[v] = {sa, sz};
+    g.shift[v] = {across, up};
+    const bool move_across = std::fabs(across) > options.k * sa, move_up = std::fabs(up) > options.k * sz;
+    if (move_across) g.d[v][0] = across * n[0], g.d[v][1] = across * n[1];
+    if (move_up) g.d[v][2] = up;
+    g.fate[v] = sa > options.flag_sigma ? VertexFate::Flagged
+                : move_across || move_up ? VertexFate::Moved
+                                         : VertexFate::Left;
+  }
+  return g;
+}
+
+void GateTally::add(const GateResult& g) {
+  const size_t n = g.fate.size();
+  if (passes_ == 0) {
+    refined_.assign(n, 0), flagged_.assign(n, 0), no_data_.assign(n, 0);
+    sigma_.assign(n, {0, 0}), shift_.assign(n, {0, 0});
+  }
+  if (n != refined_.size()) throw Error("GateTally: a pass over another map");
+  for (size_t v = 0; v < n; ++v) {
+    const VertexFate f = g.fate[v];
+    if (f == VertexFate::NoData) no_data_[v] = 1;
+    if (f == VertexFate::Left || f == VertexFate::Moved || f == VertexFate::Flagged) {
+      refined_[v] = 1;
+      flagged_[v] = f == VertexFate::Flagged;
+      sigma_[v] = g.sigma[v], shift_[v] = g.shift[v];
+    }
+  }
+  ++passes_;
+}
+
+std::vector<VertexFate> GateTally::fates(const std::vector<Vec3d>& total) const {
+  std::vector<VertexFate> f(refined_.size(), VertexFate::Untouched);
+  if (total.size() != f.size()) throw Error("GateTally: " + std::to_string(total.size()) + " displacements for " +
+                                            std::to_string(f.size()) + " vertices");
+  for (size_t v = 0; v < f.size(); ++v) {
+    const bool moved = total[v][0] != 0 || total[v][1] != 0 || total[v][2] != 0;
+    f[v] = flagged_[v] ? VertexFate::Flagged
+           : moved     ? VertexFate::Moved
+           : refined_[v] ? VertexFate::Left
+           : no_data_[v] ? VertexFate::NoData
+                         : VertexFate::Untouched;
+  }
+  return f;
+}
+
+RefinePass gated_pass(RefinePass inner, const Calibration& cal, const GateOptions& options,
+                      std::vector<std::string> categories, GateTally* tally) {
+  return [inner = std::move(inner), &cal, options, categories = std::move(categories), tally](
+             const SharedMap& map, int pass, MapRefineReport* report) {
+    MapRefineReport r;
+    const std::vector<Vec3d> d = inner(map, pass, &r);
+    GateResult g = gate_moves(map.map, d, r, cal, options, categories);
+    if (tally) tally->add(g);
+    if (report) *report = std::move(r);
+    return std::move(g.d);
+  };
+}
+
+FateCounts count_fates(const VectorMap& map, const std::vector<VertexFate>& fates, const std::vector<std::string>& categories) {
+  const VertexFrame frames = vertex_frames(map, categories);
+  FateCounts c;
+  for (size_t v = 0; v < fates.size() && v < frames.category.size(); ++v) {
+    if (fates[v] == VertexFate::Untouched) continue;
+    c.by[frames.category[v]][size_t(fates[v])]++;
+    c.by["\x7f" "all"][size_t(fates[v])]++;
+  }
+  return c;
+}
+
+std::string to_text(const FateCounts& c) {
+  std::string s = "  category                  moved  left as right  flagged  no data\n";
+  char b[160];
+  for (const auto& [key, n] : c.by) {
+    std::snprintf(b, sizeof b, "  %-24s %6lld %14lld %8lld %8lld\n", key == "\x7f" "all" ? "all" : key.c_str(),
+                  (long long)n[size_t(VertexFate::Moved)], (long long)n[size_t(VertexFate::Left)],
+                  (long long)n[size_t(VertexFate::Flagged)], (long long)n[size_t(VertexFate::NoData)]);
+    s += b;
+  }
+  return s;
+}
+
+}  // namespace sl
