@@ -69,7 +69,7 @@ void check_map_frame(const SharedMap& m, const CloudsFrame& clouds, const std::s
                                box_text(mb);
   const std::string declare = clouds.single ? " declares " : " declare ";
   const std::string cloud_side = clouds.what + declare +
-                                 (clouds.crs.empty() ? std::string("no CRS") : clouds.crs + " (" + clouds.crs_file + ")") +
+                                 (clouds.crs.empty() ? std::string("no CRS") : clouds.crs + (clouds.single ? "" : " (" + clouds.crs_file + ")")) +
                                  (clouds.single ? ", its box " : ", their box ") + (tb.empty() ? std::string("unknown") : box_text(tb));
   if (!clouds.crs.empty() && !clouds.crs_geographic && clouds.crs_epsg != 0 && map.projection.epsg() != clouds.crs_epsg)
     fail(where, "the map and the clouds are in different frames: " + map_side + "; " + cloud_side +

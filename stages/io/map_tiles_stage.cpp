@@ -42,7 +42,9 @@ class MapTiles : public SourceStage {
     if (!fs::exists(map_path_, ec))
       fail(map_where_, map_path_ + ": map file does not exist" +
                            (m.is_absolute() ? std::string() : " (a relative map path is taken from the tiles' folder)"));
-    auto map = load_map_shared(map_path_, options_);
+    MapReadOptions o = options_;
+    o.projection = latlon_crs_spec(o.projection, clouds_frame(*tiles));  // a map in lat/lon takes the tiles' CRS
+    auto map = load_map_shared(map_path_, o);
     check_map_frame(*map, *tiles, map_where_);  // one frame, overlapping boxes: before any training
     std::vector<BoxXY> boxes;
     for (const auto& t : tiles->tiles) boxes.push_back(t.box.grown(margin_));

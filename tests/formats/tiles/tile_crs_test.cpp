@@ -6,7 +6,9 @@
 
 #include <cstring>
 
+#include "graph/engine.h"
 #include "graph/error.h"
+#include "graph/spec.h"
 #include "formats/clouds/las.h"
 #include "formats/maps/map_numbers.h"
 #include "formats/tiles/tile_set.h"
@@ -107,6 +109,40 @@ TEST(TileCrs, AFramesEpsgCodeIsUtmsOwnAndNoneForOffsetFrames) {
   EXPECT_EQ(Projection::make(u, std::nullopt, "test").epsg(), 32632);
   EXPECT_EQ(Projection::of_crs("EPSG:25832", "test").epsg(), 25832);
   EXPECT_EQ(Projection().epsg(), 0);
+}
+
+// The map_tiles stage: a map in lat/lon takes the tiles' CRS (here zone 17N, where the map's lines,
+// drawn in zone 32N, lie thousands of km away), and the check stops the run before any piece is made.
+TEST(TileCrs, TheMapTilesStageReadsALatLonMapInTheTilesCrsAndChecksItBeforeTraining) {
+  test::TempDir dir;
+  const std::string folder = write_tiles(dir, 32617, 32617);
+  map_at(dir, 499950);
+  auto run = [&](const std::string& tiles) {
+    const std::string pipeline = R"({"name": "t", "seed": 1, "epochs": 1, "stages": [
+      {"id": "tiles", "type": "map_tiles", "params": {"root": ")" + tiles + R"(", "map": "../map.osm"}},
+      {"id": "split", "type": "split_lines"},
+      {"id": "sink", "type": "null_sink"}]})";
+    RunOptions opt;
+    opt.quiet = true;
+    try {  // a source's start() failing is thrown out of run_pipeline
+      const RunResult r = run_pipeline(parse_pipeline(pipeline, "t.json"), opt);
+      return r.ok ? std::string() : r.error;
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  std::string e = run(folder);
+  EXPECT_NE(e.find("the map's lines and the clouds do not overlap at all: the map " + dir.path("map.osm") +
+                         " is in UTM zone 17N (EPSG:32617) (no map_projector_info.yaml and no local_x/local_y tags; a map in "
+                         "lat/lon takes the clouds' CRS: " + folder + "/tile_0.las declares EPSG:32617 (GeoTIFF keys))"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("t.json: /stages/0/params/map: "), std::string::npos) << e;
+  // Tiles declaring the map's zone: the run goes on.
+  test::TempDir ok;
+  const std::string good = write_tiles(ok, 32632, 32632);
+  map_at(ok, 499950);
+  EXPECT_EQ(run(good), "");
 }
 
 TEST(TileCrs, TilesDeclaringTwoCrssAreAnError) {
