@@ -4,6 +4,7 @@
 // line_thick wider than line_thin, two stripes on double lines, paint across a stop line; the lines
 // carry Lanelet2's names into the vector maps, and classic data stays classic.
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cmath>
@@ -387,6 +388,25 @@ TEST(GenEdges, ThickLinesAreWiderDoubleLinesHaveTwoStripesAndStopLinesArePainted
   EXPECT_GE(stops, 1);
   EXPECT_LT(thin_max, thick_min) << "the paint's width across the line (interquartile range of offsets, m)";
   EXPECT_LT(thick_min, 1.0);  // a thick single line was seen
+}
+
+// A realistic map scene's bytes (cloud and lines) depend on its seed only, not on the thread count.
+TEST(GenEdges, RealisticMapSceneHasTheSameBytesAtOneAndThreeThreads) {
+  const GenConfig g = realistic_map();
+  const uint64_t seed = scene_seed(g, 1, 2);
+  SyntheticScene one, three;
+  tbb::task_arena(1).execute([&] { one = generate_scene(g, seed); });
+  tbb::task_arena(3).execute([&] { three = generate_scene(g, seed); });
+  ASSERT_GT(one.cloud.size(), 100000u);
+  ASSERT_EQ(one.cloud.size(), three.cloud.size());
+  for (size_t f = 0; f < 4; ++f) EXPECT_EQ(one.cloud.columns[f], three.cloud.columns[f]) << f;
+  ASSERT_EQ(one.lines.size(), three.lines.size());
+  for (size_t i = 0; i < one.lines.size(); ++i) {
+    EXPECT_EQ(one.lines[i].category, three.lines[i].category);
+    EXPECT_EQ(one.lines[i].points, three.lines[i].points);
+  }
+  const SyntheticScene other = generate_scene(g, seed + 1);
+  EXPECT_NE(one.cloud.columns[0], other.cloud.columns[0]);
 }
 
 TEST(GenEdges, AnUnknownEdgesSettingIsAnError) {
