@@ -82,10 +82,13 @@ std::string MapFolderOutput::map_path() const { return (fs::path(staging_) / kAu
 void MapFolderOutput::commit() {
   std::error_code ec;
   if (!fs::is_regular_file(map_path(), ec)) fail(where_, map_path() + ": the refined map was not written");
+  const fs::path staging = fs::weakly_canonical(staging_, ec), out = fs::weakly_canonical(out_, ec);
   for (const auto& e : fs::directory_iterator(in_.dir, ec)) {
     if (e.path().filename() == kAutowareMapName) continue;
-    const fs::path to = fs::path(staging_) / e.path().filename();
     std::error_code cec;
+    const fs::path at = fs::weakly_canonical(e.path(), cec);
+    if (at == staging || at == out) continue;  // an output inside the map folder is not part of it
+    const fs::path to = fs::path(staging_) / e.path().filename();
     fs::copy(e.path(), to, fs::copy_options::recursive | fs::copy_options::copy_symlinks, cec);
     if (cec) fail(where_, e.path().string() + ": cannot be copied to " + to.string() + ": " + cec.message());
   }

@@ -82,6 +82,11 @@ void check_map_frame(const SharedMap& m, const CloudsFrame& clouds, const std::s
 
 ProjectionSpec latlon_crs_spec(ProjectionSpec spec, const CloudsFrame& clouds) {
   if (spec.kind != "auto" || clouds.crs.empty() || clouds.crs_geographic || clouds.crs_epsg == 0) return spec;
+  try {
+    (void)Projection::of_crs("EPSG:" + std::to_string(clouds.crs_epsg), "");  // a projected CRS in metres PROJ knows
+  } catch (const Error&) {
+    return spec;  // not one a map can be read in (feet, unknown): the map keeps its own rule, and the check names both
+  }
   spec.latlon_epsg = clouds.crs_epsg;
   spec.latlon_reason = "a map in lat/lon takes the clouds' CRS: " + clouds.crs_file + " declares " + clouds.crs;
   return spec;

@@ -43,7 +43,8 @@ void check_map_frame(const SharedMap& map, const CloudsFrame& clouds, const std:
 
 // `spec` with what a map in lat/lon takes from the clouds: their projected CRS's EPSG code and the
 // reason (ProjectionSpec::latlon_epsg). Unchanged when the clouds declare none, a geographic one,
-// or a CRS without an EPSG code, and when `spec` names a frame (kind other than auto).
+// a CRS without an EPSG code or one that is not a projected CRS in metres PROJ knows, and when `spec`
+// names a frame (kind other than auto).
 ProjectionSpec latlon_crs_spec(ProjectionSpec spec, const CloudsFrame& clouds);
 
 }  // namespace sl

@@ -196,6 +196,14 @@ TEST_F(MapFrameCli, AMapFolderInGivesTheSameLayoutOutWithTheRefinedMap) {
   r = run_cli(dir, "infer --checkpoint " + q(ckpt) + " --map-dir " + q(mf) + " --out " + q(out));
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.err.find("error: infer --map-dir --out: " + out + ": is not empty: name a new folder"), std::string::npos) << r.err;
+  // An output inside the map folder: the folder is copied without the output itself.
+  r = run_cli(dir, "infer --checkpoint " + q(ckpt) + " --map-dir " + q(mf) + " --out " + q(mf + "/refined") + " --passes 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(read_file(mf + "/refined/lanelet2_map.osm"), read_file(out + "/lanelet2_map.osm"));
+  EXPECT_EQ(read_file(mf + "/refined/notes/readme.txt"), "survey of 2026-11-28\n");
+  EXPECT_FALSE(fs::exists(mf + "/refined/refined"));
+  EXPECT_FALSE(fs::exists(mf + "/refined/refined.partial"));
+  fs::remove_all(mf + "/refined");
 
   // Tiles: gen-data's tiled map in Autoware's layout (PCD tiles, their metadata in the folder).
   const std::string tiled = dir.path("t");
