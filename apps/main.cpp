@@ -432,7 +432,7 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
   std::vector<PassReport> passes;
   std::string cal_why;
   const Calibration cal = calibration_for(checkpoint, a, &cal_why);
-  GateTally tally;
+  GateTally tally(a.gate.unsettled);
   RefinePass once = [&](const SharedMap& m, int pass, MapRefineReport* out) {
     TiledRefineReport r;
     std::vector<Vec3d> dp = refine_map_tiles(checkpoint, m, tiles, o, &comm, &r);
@@ -506,7 +506,7 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
   std::vector<PassReport> passes;
   std::string cal_why;
   const Calibration cal = calibration_for(checkpoint, a, &cal_why);
-  GateTally tally;
+  GateTally tally(a.gate.unsettled);
   RefinePass once = [&](const SharedMap& m, int pass, MapRefineReport* out) {
     MapRefineReport r;
     std::vector<Vec3d> dp = refine_map(checkpoint, m, cloud, boxes, ro, &r);
@@ -802,10 +802,14 @@ int main(int argc, char** argv) {
                                 "per vertex (default: calibration.json beside the checkpoint, if it calibrates it)")
                     ->check(CLI::ExistingFile));
     o.push_back(sub->add_option("--gate-k", m.gate.k, "a vertex moves across its line (or vertically) only by a shift above "
-                                                      "this many sigma (default 1)")
+                                                      "this many sigma (default 2)")
                     ->check(CLI::NonNegativeNumber));
     o.push_back(sub->add_option("--flag-sigma", m.gate.flag_sigma,
-                                "metres: a vertex whose sigma across after the last pass is above this is flagged for review (default 0.1)")
+                                "metres: a vertex whose sigma across after the last pass is above this is flagged for review (default 0.05)")
+                    ->check(CLI::PositiveNumber));
+    o.push_back(sub->add_option("--unsettled", m.gate.unsettled,
+                                "metres: a vertex the last pass still moved further than this is flagged for review "
+                                "(default 0.05)")
                     ->check(CLI::PositiveNumber));
     o.push_back(sub->add_flag("--no-gate", m.no_gate, "move every vertex by the refinement, whatever its uncertainty"));
     if (needs)

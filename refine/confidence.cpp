@@ -345,12 +345,13 @@ GateResult gate_moves(const VectorMap& map, const std::vector<Vec3d>& d, const M
 void GateTally::add(const GateResult& g) {
   const size_t n = g.fate.size();
   if (passes_ == 0) {
-    refined_.assign(n, 0), flagged_.assign(n, 0), no_data_.assign(n, 0);
+    refined_.assign(n, 0), flagged_.assign(n, 0), no_data_.assign(n, 0), unsettled_now_.assign(n, 0);
     sigma_.assign(n, {0, 0}), shift_.assign(n, {0, 0});
   }
   if (n != refined_.size()) throw Error("GateTally: a pass over another map");
   for (size_t v = 0; v < n; ++v) {
     const VertexFate f = g.fate[v];
+    unsettled_now_[v] = std::sqrt(g.d[v][0] * g.d[v][0] + g.d[v][1] * g.d[v][1] + g.d[v][2] * g.d[v][2]) > unsettled_;
     if (f == VertexFate::NoData) no_data_[v] = 1;
     if (f == VertexFate::Left || f == VertexFate::Moved || f == VertexFate::Flagged) {
       refined_[v] = 1;
@@ -367,7 +368,7 @@ std::vector<VertexFate> GateTally::fates(const std::vector<Vec3d>& total) const 
                                             std::to_string(f.size()) + " vertices");
   for (size_t v = 0; v < f.size(); ++v) {
     const bool moved = total[v][0] != 0 || total[v][1] != 0 || total[v][2] != 0;
-    f[v] = flagged_[v] ? VertexFate::Flagged
+    f[v] = flagged_[v] || unsettled_now_[v] ? VertexFate::Flagged
            : moved     ? VertexFate::Moved
            : refined_[v] ? VertexFate::Left
            : no_data_[v] ? VertexFate::NoData

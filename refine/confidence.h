@@ -121,8 +121,9 @@ enum class VertexFate : uint8_t {
 const char* fate_name(VertexFate f);
 
 struct GateOptions {
-  double k = 1.0;             // a component moves when |shift| > k sigma
-  double flag_sigma = 0.10;   // m: a vertex with sigma across above this is flagged (after the last pass)
+  double k = 2.0;             // a component moves when |shift| > k sigma
+  double flag_sigma = 0.05;   // m: a vertex with sigma across above this is flagged (after the last pass)
+  double unsettled = 0.05;    // m: a vertex the last pass still moved further than this is flagged
 };
 
 struct GateResult {
@@ -138,10 +139,13 @@ GateResult gate_moves(const VectorMap& map, const std::vector<Vec3d>& d, const M
                       const Calibration& cal, const GateOptions& options, const std::vector<std::string>& categories);
 
 // The fate of each vertex over the passes of a gated refinement: flagged when the last pass that
-// refined it flagged it; else moved when its total displacement is not zero; else left as right when
-// a pass refined it; else no data when a pass found it on the clouds without a refined piece.
+// refined it flagged it, or when the last pass of all still moved it further than `unsettled` metres
+// (the refinement had not settled there); else moved when its total displacement is not zero; else
+// left as right when a pass refined it; else no data when a pass found it on the clouds without a
+// refined piece.
 class GateTally {
  public:
+  explicit GateTally(double unsettled = GateOptions{}.unsettled) : unsettled_(unsettled) {}
   void add(const GateResult& g);  // one pass, in order
   std::vector<VertexFate> fates(const std::vector<Vec3d>& total) const;
   // The last calibrated sigma (across, vertical) and proposed shift of each vertex (0 where never refined).
@@ -150,7 +154,8 @@ class GateTally {
   int passes() const { return passes_; }
 
  private:
-  std::vector<uint8_t> refined_, flagged_, no_data_;
+  double unsettled_;
+  std::vector<uint8_t> refined_, flagged_, no_data_, unsettled_now_;
   std::vector<std::array<double, 2>> sigma_, shift_;
   int passes_ = 0;
 };

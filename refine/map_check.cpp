@@ -39,7 +39,7 @@ GatedRun gated_run(const SharedMap& truth, const SharedMap& start, const PassOpt
                    const Calibration& cal, const ConfidenceCheck& c, const std::vector<std::string>& categories,
                    const TileSet& region) {
   GatedRun g;
-  GateTally tally;
+  GateTally tally(c.gate.unsettled);
   const std::vector<Vec3d> total = refine_in_passes(
       start, options, gated_pass(refine, cal, c.gate, categories, &tally), &g.passes,
       [&](const PassReport&, const std::vector<Vec3d>& t) {
@@ -193,7 +193,8 @@ std::string to_text(const MapCheckResult& r) {
   s += "Its coverage of the perturbed map's final positions (after the last pass, ungated), on " + on + ":\n" +
        to_text(r.final_coverage);
   std::snprintf(b, sizeof b, "\nThe gate (a vertex moves across its line, or vertically, only by a shift beyond %.2f sigma; "
-                "sigma across above %.3f m after the last pass: flagged for review):\n", r.confidence.gate.k, r.confidence.gate.flag_sigma);
+                "sigma across above %.3f m after the last pass, or moved more than %.3f m by the last pass: flagged for review):\n",
+                r.confidence.gate.k, r.confidence.gate.flag_sigma, r.confidence.gate.unsettled);
   s += b;
   auto gated = [&](const char* what, const GatedRun& g, const MapErrorResult& input) {
     std::vector<std::string> heads{"input"};

@@ -42,5 +42,64 @@ TEST(CliMap, InferOnAMapRefusesAnOtherOutputFormatMixedOptionsAndSaysWhatCategor
   EXPECT_EQ(read_file(dir.path("r.osm")), read_file(data + "/map.osm"));
 }
 
+// The confidence gate end to end: a model that moves every line 0.25 m to its left (one view: its
+// spread is 0, so sigma is the calibration's b). With sigma 0.05 m the shift is beyond 2 sigma and
+// the lines move; with sigma 0.2 m it is not, and the map comes back byte for byte; a calibration
+// beside the checkpoint made for another checkpoint is not used; the review layer lists what moved.
+TEST(CliMap, InferGatesEachMoveByItsCalibratedSigmaAndWritesAReviewLayer) {
+  test::TempDir dir;
+  const std::string data = dir.path("d");
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(data) + " --format las --map lanelet2 --train 0 --val 1").code, 0);
+  fs::create_directories(dir.path("run"));
+  const std::string ckpt = dir.path("run/c.safetensors");
+  test::write_constant_checkpoint(ckpt, {0, 0.25f, 0});
+  auto calibration = [&](const std::string& path, double b, const std::string& for_ckpt) {
+    write_file_atomic(path, "{\"format\": \"streamline calibration 1\", \"checkpoint\": \"" + for_ckpt +
+                                "\", \"fits\": {\"\": {\"across\": {\"a\": 1, \"b\": " + std::to_string(b) +
+                                "}, \"vertical\": {\"a\": 1, \"b\": 0.01}}}}");
+  };
+  calibration(dir.path("small.json"), 0.05, "c.safetensors");
+  calibration(dir.path("large.json"), 0.2, "c.safetensors");
+  const std::string base = "infer --checkpoint " + q(ckpt) + " --cloud " + q(data + "/val/scene_0000.las") + " --map " +
+                           q(data + "/map.osm") + " --passes 1 --unsettled 1";
+  auto moved = run_cli(dir, base + " --calibration " + q(dir.path("small.json")) + " --out " + q(dir.path("r1.osm")));
+  ASSERT_EQ(moved.code, 0) << moved.err;
+  EXPECT_NE(moved.err.find("confidence: " + dir.path("small.json")), std::string::npos) << moved.err;
+  EXPECT_NE(moved.err.find("left as right"), std::string::npos) << moved.err;
+  EXPECT_NE(read_file(dir.path("r1.osm")), read_file(data + "/map.osm"));
+  const std::string layer = read_file(dir.path("r1.review.geojson"));
+  EXPECT_NE(layer.find("\"streamline:state\": \"refined\""), std::string::npos);
+  EXPECT_NE(layer.find("\"streamline:state\": \"given\""), std::string::npos);
+  EXPECT_EQ(layer.find("fixme"), std::string::npos) << "nothing is flagged at sigma 0.05";
+  auto kept = run_cli(dir, base + " --calibration " + q(dir.path("large.json")) + " --flag-sigma 0.5 --out " +
+                              q(dir.path("r2.osm")));
+  ASSERT_EQ(kept.code, 0) << kept.err;
+  EXPECT_EQ(read_file(dir.path("r2.osm")), read_file(data + "/map.osm")) << "0.25 m is within 2 sigma of 0.2 m";
+  EXPECT_EQ(read_file(dir.path("r2.review.geojson")).find("\"Feature\""), std::string::npos) << "no changed line";
+  // A sigma above --flag-sigma (default 0.05 m) flags every refined vertex, and the review layer says so.
+  auto flagged = run_cli(dir, base + " --calibration " + q(dir.path("large.json")) + " --review " +
+                                  q(dir.path("f.geojson")) + " --out " + q(dir.path("r3.osm")));
+  ASSERT_EQ(flagged.code, 0) << flagged.err;
+  EXPECT_NE(read_file(dir.path("f.geojson")).find("too uncertain to trust"), std::string::npos);
+  // Beside the checkpoint: used when it is that checkpoint's, ignored (and said) when it is another's.
+  calibration(dir.path("run/calibration.json"), 0.2, "c.safetensors");
+  auto beside = run_cli(dir, base + " --out " + q(dir.path("r4.osm")));
+  ASSERT_EQ(beside.code, 0) << beside.err;
+  EXPECT_NE(beside.err.find("confidence: " + dir.path("run/calibration.json")), std::string::npos) << beside.err;
+  EXPECT_EQ(read_file(dir.path("r4.osm")), read_file(data + "/map.osm"));
+  calibration(dir.path("run/calibration.json"), 0.2, "step_00000100.safetensors");
+  auto other = run_cli(dir, base + " --out " + q(dir.path("r5.osm")));
+  ASSERT_EQ(other.code, 0) << other.err;
+  EXPECT_NE(other.err.find("calibrates step_00000100.safetensors, not c.safetensors"), std::string::npos) << other.err;
+  EXPECT_NE(read_file(dir.path("r5.osm")), read_file(data + "/map.osm")) << "ungated: every vertex moves";
+  // A bad calibration is refused by name before anything is written.
+  write_file_atomic(dir.path("bad.json"), "{\"format\": 1}");
+  auto bad = run_cli(dir, base + " --calibration " + q(dir.path("bad.json")) + " --out " + q(dir.path("r6.osm")));
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find(dir.path("bad.json") + ": not a streamline calibration"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(dir.path("r6.osm")));
+  EXPECT_FALSE(fs::exists(dir.path("r6.review.geojson")));
+}
+
 }  // namespace
 }  // namespace sl

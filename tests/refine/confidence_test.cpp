@@ -220,10 +220,21 @@ TEST_F(ConfidenceFiles, TheGateMovesAcrossOnlyBeyondKSigmaFlagsTheUncertainAndCo
   opt.k = 5;
   const GateResult strict = gate_moves(m.map, d, rep, cal, opt, {"curbstone"});
   EXPECT_EQ(strict.fate[curb[1]], VertexFate::Left);
-  // The tally over passes and the counts.
-  GateTally tally;
+  // The tally over passes and the counts (a vertex the last pass moved further than `unsettled` is
+  // flagged: here 1 m, so none; then 0.1 m, and vertex 0's 0.2 m move flags it).
+  GateTally tally(1.0);
   tally.add(g);
   const std::vector<VertexFate> fates = tally.fates(g.d);
+  GateTally restless(0.1);
+  restless.add(g);
+  EXPECT_EQ(restless.fates(g.d)[curb[0]], VertexFate::Flagged);
+  EXPECT_EQ(restless.fates(g.d)[curb[1]], VertexFate::Moved);
+  restless.add(strict);  // a second pass that moves vertex 0 by its 0.2 m again: still unsettled
+  EXPECT_EQ(restless.fates(g.d)[curb[0]], VertexFate::Flagged);
+  GateResult still = strict;
+  still.d[curb[0]] = {0, 0.01, 0};  // a last pass that moves it 1 cm: settled
+  restless.add(still);
+  EXPECT_EQ(restless.fates(g.d)[curb[0]], VertexFate::Moved);
   const FateCounts c = count_fates(m.map, fates, {"curbstone"});
   const auto& all = c.by.at("\x7f" "all");
   EXPECT_EQ(all[size_t(VertexFate::Moved)], 2) << "the flagged vertex moved too, and counts as flagged";
@@ -274,7 +285,7 @@ TEST_F(ConfidenceFiles, TheReviewLayerHoldsTheChangedLinesBeforeAndAfterAndTheFl
   g.fate[curb[1]] = VertexFate::Left;
   g.fate[curb[2]] = VertexFate::Flagged;
   g.sigma[curb[2]] = {0.3, 0.05};
-  GateTally tally;
+  GateTally tally(1.0);
   tally.add(g);
   ReviewCounts rc;
   const std::string text =
