@@ -887,6 +887,10 @@ int main(int argc, char** argv) {
       return checked_stdout(0);
     }
     if (*infer) {
+      if (!infer_map.map.empty() && !std::filesystem::exists(infer_map.map)) {
+        std::cerr << "error: " << infer_map.map << ": no such map file or map folder (--map, --map-dir)\n";
+        return 1;
+      }
       if (std::filesystem::is_directory(infer_map.map)) {  // an Autoware map folder: its clouds, the refined folder out
         if (!infer_clouds.empty() || !infer_map.tiles.empty()) {
           std::cerr << "error: infer --map-dir " << infer_map.map

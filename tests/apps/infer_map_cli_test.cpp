@@ -40,6 +40,14 @@ TEST(CliMap, InferOnAMapRefusesAnOtherOutputFormatMixedOptionsAndSaysWhatCategor
             std::string::npos)
       << none.err;
   EXPECT_EQ(read_file(dir.path("r.osm")), read_file(data + "/map.osm"));
+  // A map or map folder that is not there is named, whichever flag gave it.
+  for (const std::string flag : {"--map", "--map-dir"}) {
+    auto missing = run_cli(dir, "infer --checkpoint " + q(ckpt) + " " + flag + " " + q(dir.path("nope")) + " --out " +
+                                    q(dir.path("o.osm")));
+    EXPECT_EQ(missing.code, 1) << flag;
+    EXPECT_NE(missing.err.find(dir.path("nope") + ": no such map file or map folder"), std::string::npos) << missing.err;
+    EXPECT_FALSE(fs::exists(dir.path("o.osm")));
+  }
 }
 
 // The confidence gate end to end: a model that moves every line 0.25 m to its left (one view: its
