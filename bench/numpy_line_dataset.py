@@ -44,33 +44,49 @@ class ScenePieces(IterableDataset):
     def set_epoch(self, epoch):
         self.epoch = epoch  # seen by workers started after this (persistent workers: not at all)
 
-    def __iter__(self):
+    def scenes(self):
+        """(scene index, path) of this worker's share of the epoch's seeded scene order."""
         info = get_worker_info()
         w, nw = (info.id, info.num_workers) if info is not None else (0, 1)
         order = np.arange(len(self.files))
         if self.shuffle:
             order = np.random.default_rng([self.seed, self.epoch]).permutation(order)
         for k in order[w::nw]:
-            path = self.files[k]
-            cloud = read_pcd(path)
-            cloud = cloud[np.isfinite(cloud[:, :3]).all(axis=1)]
-            with open(path[:-4] + ".json") as f:
-                lines = json.load(f)["lines"]
-            rng = np.random.default_rng([self.seed, self.epoch, int(k)])
-            for line in lines:
-                if line["category"] not in CATEGORIES or len(line["points"]) < 2:
-                    continue
-                for piece in split_polyline(np.asarray(line["points"], dtype=np.float64), MAX_LENGTH):
-                    true = resample_line(piece, LINE_POINTS)
-                    noisy, _ = perturb(true, rng)
-                    idx = crop(cloud, noisy.astype(np.float64))
-                    if len(idx) < MIN_POINTS:
-                        continue
-                    ctx = cloud[rng.choice(idx, POINTS, replace=len(idx) < POINTS)].copy()
-                    origin, rot = frame(noisy)
-                    ctx[:, :3] -= origin
-                    ctx[:, :2] = ctx[:, :2] @ rot.T
-                    n, t = noisy - origin, true - origin
-                    n[:, :2], t[:, :2] = n[:, :2] @ rot.T, t[:, :2] @ rot.T
-                    yield (torch.from_numpy(ctx.astype(np.float32)), torch.from_numpy(n.astype(np.float32)),
-                           torch.from_numpy((t - n).astype(np.float32)))
+            yield int(k), self.files[k]
+
+    @staticmethod
+    def read_scene(path):
+        """The scene's finite points [N,4] and its lines (the JSON's list)."""
+        cloud = read_pcd(path)
+        cloud = cloud[np.isfinite(cloud[:, :3]).all(axis=1)]
+        with open(path[:-4] + ".json") as f:
+            return cloud, json.load(f)["lines"]
+
+    @staticmethod
+    def pieces(lines):
+        """The <= 10 m pieces of the lines of the kept categories, in the file's order."""
+        for line in lines:
+            if line["category"] not in CATEGORIES or len(line["points"]) < 2:
+                continue
+            yield from split_polyline(np.asarray(line["points"], dtype=np.float64), MAX_LENGTH)
+
+    def scene_samples(self, cloud, lines, rng):
+        for piece in self.pieces(lines):
+            true = resample_line(piece, LINE_POINTS)
+            noisy, _ = perturb(true, rng)
+            idx = crop(cloud, noisy.astype(np.float64))
+            if len(idx) < MIN_POINTS:
+                continue
+            ctx = cloud[rng.choice(idx, POINTS, replace=len(idx) < POINTS)].copy()
+            origin, rot = frame(noisy)
+            ctx[:, :3] -= origin
+            ctx[:, :2] = ctx[:, :2] @ rot.T
+            n, t = noisy - origin, true - origin
+            n[:, :2], t[:, :2] = n[:, :2] @ rot.T, t[:, :2] @ rot.T
+            yield (torch.from_numpy(ctx.astype(np.float32)), torch.from_numpy(n.astype(np.float32)),
+                   torch.from_numpy((t - n).astype(np.float32)))
+
+    def __iter__(self):
+        for k, path in self.scenes():
+            cloud, lines = self.read_scene(path)
+            yield from self.scene_samples(cloud, lines, np.random.default_rng([self.seed, self.epoch, k]))
