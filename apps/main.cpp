@@ -333,7 +333,8 @@ Calibration calibration_for(const std::string& checkpoint, const InferMapArgs& a
 
 // The review layer beside the refined map and the gate's counts, on stderr.
 void finish_review(const SharedMap& map, const std::vector<Vec3d>& d, const GateTally& tally, const InferMapArgs& a,
-                   const std::vector<std::string>& categories, const std::string& out, const std::string& checkpoint) {
+                   const std::vector<std::string>& categories, const std::string& out, const std::string& checkpoint,
+                   const TrainedModel& model) {
   namespace fs = std::filesystem;
   const std::vector<VertexFate> fates =
       tally.passes() > 0 ? tally.fates(d) : std::vector<VertexFate>(map.map.vertices.size(), VertexFate::Untouched);
@@ -346,7 +347,7 @@ void finish_review(const SharedMap& map, const std::vector<Vec3d>& d, const Gate
       !a.review.empty() ? a.review : (o.parent_path() / (o.stem().string() + ".review.geojson")).string();
   ReviewCounts rc;
   const std::string text =
-      review_geojson(map.map, d, f, tally, categories, a.gate, "streamline infer --map " + a.map + " --checkpoint " + checkpoint, &rc);
+      review_geojson(map.map, d, f, tally, categories, a.gate, "streamline infer --map " + a.map + " --checkpoint " + checkpoint + "; the model: " + model.provenance(), &rc);
   write_file_atomic(review, text);
   if (tally.passes() > 0) std::cerr << to_text(count_fates(map.map, f, categories));
   std::cerr << "  review layer: " << review << " (" << rc.lines << " changed or flagged line(s), " << rc.flagged_vertices
@@ -422,10 +423,10 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
   const std::shared_ptr<const SharedMap> map = load_map_shared(a.map, map_read_options(a, clouds_frame(tiles)));
   TiledRefineOptions o;
   const bool from_checkpoint = a.categories.empty();
-  o.map.categories = from_checkpoint ? trained_categories(checkpoint, pipeline_json) : a.categories;
+  const std::shared_ptr<const TrainedModel> model = TrainedModel::load(checkpoint, pipeline_json);  // read once
+  o.map.categories = from_checkpoint ? model->categories() : a.categories;
   o.map.margin = a.margin;
   o.map.min_length = a.min_length;
-  o.map.pipeline_json = pipeline_json;
   o.cache_bytes = int64_t(a.cache_mb * 1048576.0);
   o.reach = a.reach;
   TiledRefineReport rep;
@@ -435,7 +436,7 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
   GateTally tally(a.gate.unsettled);
   RefinePass once = [&](const SharedMap& m, int pass, MapRefineReport* out) {
     TiledRefineReport r;
-    std::vector<Vec3d> dp = refine_map_tiles(checkpoint, m, tiles, o, &comm, &r);
+    std::vector<Vec3d> dp = refine_map_tiles(*model, m, tiles, o, &comm, &r);
     if (out) *out = r.map;
     if (pass == 1) rep = std::move(r);
     return dp;
@@ -458,7 +459,7 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
             << rep.peak_bytes / 1048576 << " MB of tiles decoded at once\n";
   print_map_report(*map, rep.map, passes, a.passes);
   std::cerr << "  confidence: " << cal_why << "\n";
-  finish_review(*map, d, tally, a, o.map.categories, out, checkpoint);
+  finish_review(*map, d, tally, a, o.map.categories, out, checkpoint, *model);
   return 0;
 }
 
@@ -494,10 +495,10 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
   const std::shared_ptr<const SharedMap> map = load_map_shared(a.map, map_read_options(a, frame));
   MapRefineOptions ro;
   const bool from_checkpoint = a.categories.empty();
-  ro.categories = from_checkpoint ? trained_categories(checkpoint, pipeline_json) : a.categories;
+  const std::shared_ptr<const TrainedModel> model = TrainedModel::load(checkpoint, pipeline_json);  // read once
+  ro.categories = from_checkpoint ? model->categories() : a.categories;
   ro.margin = a.margin;
   ro.min_length = a.min_length;
-  ro.pipeline_json = pipeline_json;
   std::vector<BoxXY> boxes;
   const PointCloud cloud = decode_map_clouds(clouds, origin, &boxes);
   frame.box = union_box(boxes);
@@ -509,7 +510,7 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
   GateTally tally(a.gate.unsettled);
   RefinePass once = [&](const SharedMap& m, int pass, MapRefineReport* out) {
     MapRefineReport r;
-    std::vector<Vec3d> dp = refine_map(checkpoint, m, cloud, boxes, ro, &r);
+    std::vector<Vec3d> dp = refine_map(*model, m, cloud, boxes, ro, &r);
     if (out) *out = r;
     if (pass == 1) rep = std::move(r);
     return dp;
@@ -528,7 +529,7 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
             << OriginPolicy::at(cloud.origin).describe() << "\n";
   print_map_report(*map, rep, passes, a.passes);
   std::cerr << "  confidence: " << cal_why << "\n";
-  finish_review(*map, d, tally, a, ro.categories, out, checkpoint);
+  finish_review(*map, d, tally, a, ro.categories, out, checkpoint, *model);
   return 0;
 }
 
@@ -581,7 +582,8 @@ int cmd_evaluate_map(std::string checkpoint, const std::vector<std::string>& clo
   }
   const std::shared_ptr<const SharedMap> truth = load_map_shared(a.map, map_read_options(a, frame));
   const bool from_checkpoint = a.categories.empty();
-  const std::vector<std::string> categories = from_checkpoint ? trained_categories(checkpoint, pipeline_json) : a.categories;
+  const std::shared_ptr<const TrainedModel> model = TrainedModel::load(checkpoint, pipeline_json);  // read once
+  const std::vector<std::string> categories = from_checkpoint ? model->categories() : a.categories;
   RefinePass refine;
   PointCloud cloud;
   std::vector<BoxXY> boxes;
@@ -591,12 +593,11 @@ int cmd_evaluate_map(std::string checkpoint, const std::vector<std::string>& clo
     o.map.categories = categories;
     o.map.margin = a.margin;
     o.map.min_length = a.min_length;
-    o.map.pipeline_json = pipeline_json;
     o.cache_bytes = int64_t(a.cache_mb * 1048576.0);
     o.reach = a.reach;
     refine = [&](const SharedMap& m, int, MapRefineReport* rep) {
       TiledRefineReport r;
-      std::vector<Vec3d> d = refine_map_tiles(checkpoint, m, region, o, nullptr, rep ? &r : nullptr);
+      std::vector<Vec3d> d = refine_map_tiles(*model, m, region, o, nullptr, rep ? &r : nullptr);
       if (rep) *rep = std::move(r.map);
       return d;
     };
@@ -615,8 +616,7 @@ int cmd_evaluate_map(std::string checkpoint, const std::vector<std::string>& clo
     ro.categories = categories;
     ro.margin = a.margin;
     ro.min_length = a.min_length;
-    ro.pipeline_json = pipeline_json;
-    refine = [&, ro](const SharedMap& m, int, MapRefineReport* rep) { return refine_map(checkpoint, m, cloud, boxes, ro, rep); };
+      refine = [&, ro](const SharedMap& m, int, MapRefineReport* rep) { return refine_map(*model, m, cloud, boxes, ro, rep); };
   }
   const std::vector<Vec3d> noise = perturb_map(truth->map, e.perturb, e.seed, categories, e.piece_length);
   // The confidence: a calibration fitted here (even tiles) and judged on the odd ones, or the one given;

@@ -53,7 +53,11 @@ void save_checkpoint(const std::string& path, const LineRefiner& model, const Ad
 
 void load_checkpoint(const std::string& path, LineRefiner& model, Adam* adam,
                      std::map<std::string, std::string>* metadata_out) {
-  const StFile f = read_safetensors(path);
+  load_checkpoint(read_safetensors(path), path, model, adam, metadata_out);
+}
+
+void load_checkpoint(const StFile& f, const std::string& path, LineRefiner& model, Adam* adam,
+                     std::map<std::string, std::string>* metadata_out) {
   auto need = [&](const std::string& name, const ParamInfo& p) -> const StTensor& {
     auto it = f.tensors.find(name);
     if (it == f.tensors.end())

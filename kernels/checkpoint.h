@@ -8,6 +8,7 @@
 
 #include "kernels/adam.h"
 #include "kernels/model.h"
+#include "kernels/safetensors.h"
 
 namespace sl {
 
@@ -21,6 +22,9 @@ void save_checkpoint(const std::string& path, const LineRefiner& model, const Ad
 // another size, or any safetensors corruption. adam nullable: weights only (Adam state in the
 // file is then ignored). metadata_out nullable: receives the file's metadata.
 void load_checkpoint(const std::string& path, LineRefiner& model, Adam* adam,
+                     std::map<std::string, std::string>* metadata_out);
+// The same from a file already read (read_safetensors(path)): `path` names it in messages.
+void load_checkpoint(const StFile& file, const std::string& path, LineRefiner& model, Adam* adam,
                      std::map<std::string, std::string>* metadata_out);
 
 }  // namespace sl

@@ -29,60 +29,16 @@ class Collect : public Emitter {
   void emit_marker(Envelope::Type, Position) override {}
 };
 
-struct Replay {
-  ModelConfig model;
-  std::vector<std::unique_ptr<Stage>> stages;  // the Prepare stages, in pipeline order
-  std::vector<std::string> ids;
-};
-
-// The training pipeline as inference runs it: the stages that prepare the model's input (their
-// inference form where they have one), without the dataset's and the augmentation's stages.
-Replay replay_of(const PipelineSpec& spec, const std::string& where) {
-  Replay r;
-  bool have_train = false;
-  for (const auto& s : spec.stages) {
-    const StageSchema& schema = *s.schema;
-    if (s.type == "train_step") {
-      r.model = model_config_from(spec.params(s.index).get_object("model"));
-      have_train = true;
-    }
-    if (schema.infer != InferRole::Prepare) continue;
-    const auto& make = schema.infer_factory ? schema.infer_factory : schema.factory;
-    r.stages.push_back(make(spec.params(s.index)));
-    r.stages.back()->id = s.id;
-    r.ids.push_back(s.id);
-    const Kind want_in = r.stages.size() == 1 ? Kind::Scene : Kind::Sample;
-    if (schema.input != want_in || schema.output != Kind::Sample)
-      fail(where, "stage '" + s.id + "' (" + s.type + ") takes " + kind_name(schema.input) + " and makes " +
-                      kind_name(schema.output) + "; inference replays a chain Scene -> Sample -> ... -> Sample");
-  }
-  if (!have_train) fail(where, "the pipeline has no train_step stage to take the model widths from");
-  if (r.stages.empty())
-    fail(where, "no stage of the pipeline prepares the model's input from a scene (a pipeline that trains from a "
-                "sample cache?): pass the pipeline that prepared the samples with --pipeline");
-  return r;
-}
-
 }  // namespace
 
-std::vector<RefinedPiece> refine_pieces(const std::string& checkpoint, const PointCloud& cloud, const LinesFile& lines,
-                                        const std::string& pipeline_json, InferReport* report, int batch) {
+std::vector<RefinedPiece> refine_pieces(const TrainedModel& trained, const PointCloud& cloud, const LinesFile& lines,
+                                        InferReport* report, int batch) {
   if (batch < 1) throw Error("refine_pieces: batch must be at least 1");
-  std::string text = pipeline_json, where = "pipeline";
-  const bool recorded = text.empty();  // a checkpoint's own record never loads plugins by itself
-  if (recorded) {
-    auto meta = read_safetensors(checkpoint).metadata;
-    auto it = meta.find("pipeline");
-    if (it == meta.end())
-      throw Error(checkpoint + ": records no pipeline (e.g. exported from PyTorch); pass the training pipeline with --pipeline");
-    text = it->second;
-    where = checkpoint + ": __metadata__/pipeline";
-  }
-  const PipelineSpec spec = recorded ? parse_recorded_pipeline(text, where) : parse_pipeline(text, where);
-  Replay replay = replay_of(spec, where);
-  check_checkpoint_widths(checkpoint, replay.model);  // before allocating a model of those widths
-  LineRefiner model(replay.model, 0);
-  load_checkpoint(checkpoint, model, nullptr, nullptr);
+  const PipelineSpec& spec = trained.spec();
+  const std::string& where = trained.where();
+  const ModelConfig& config = trained.config();
+  LineRefiner& model = trained.model();
+  const ReplayStages replay = trained.replay_stages();
   if (cloud.size() == 0) throw Error("the scene has no points");
   // One local frame for the points and the lines (formats/clouds/origin.h): the refined lines are
   // written back as world = local + this origin.
@@ -152,15 +108,15 @@ std::vector<RefinedPiece> refine_pieces(const std::string& checkpoint, const Poi
   // One batch of every piece that got through, in the model's frame.
   std::vector<float> context, noisy, local;  // local: line_refiner_local's grouped points [L,K,4]
   int64_t P = -1, L = -1;
-  const int K = replay.model.has_local() ? replay.model.local_k : 0;
+  const int K = config.has_local() ? config.local_k : 0;
   for (const auto& p : pieces) {
     if (!p.sample) continue;
     const Tensor& ctx_t = p.sample->at("context");
     const Tensor& line_t = p.sample->at("noisy_line");
-    if (ctx_t.shape.size() != 2 || ctx_t.shape[1] != replay.model.in_channels || line_t.shape.size() != 2 ||
+    if (ctx_t.shape.size() != 2 || ctx_t.shape[1] != config.in_channels || line_t.shape.size() != 2 ||
         line_t.shape[1] != 3)
       fail(where, "the replayed preprocessing made context " + ctx_t.shape_str() + " and noisy_line " +
-                      line_t.shape_str() + "; the model takes [P," + std::to_string(replay.model.in_channels) +
+                      line_t.shape_str() + "; the model takes [P," + std::to_string(config.in_channels) +
                       "] and [L,3]");
     if (P < 0) P = ctx_t.shape[0], L = line_t.shape[0];
     if (ctx_t.shape[0] != P || line_t.shape[0] != L) fail(where, "the replayed samples differ in P or L");
@@ -181,7 +137,7 @@ std::vector<RefinedPiece> refine_pieces(const std::string& checkpoint, const Poi
   std::vector<float> pred(size_t(B) * size_t(std::max<int64_t>(L, 0)) * 3), spread(pred.size());
   for (int b0 = 0; b0 < B; b0 += batch) {
     const int n = std::min(batch, B - b0);
-    forward_views(model, replay.model.views, context.data() + size_t(b0) * size_t(P) * size_t(replay.model.in_channels),
+    forward_views(model, config.views, context.data() + size_t(b0) * size_t(P) * size_t(config.in_channels),
                   noisy.data() + size_t(b0) * size_t(L) * 3, n, int(P), int(L), pred.data() + size_t(b0) * size_t(L) * 3,
                   K > 0 ? local.data() + size_t(b0) * size_t(L) * size_t(K) * 4 : nullptr,
                   spread.data() + size_t(b0) * size_t(L) * 3);
@@ -227,7 +183,11 @@ std::vector<RefinedPiece> refine_pieces(const std::string& checkpoint, const Poi
 
 LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, const LinesFile& lines,
                        const std::string& pipeline_json, InferReport* report) {
-  const std::vector<RefinedPiece> pieces = refine_pieces(checkpoint, cloud, lines, pipeline_json, report);
+  return refine_lines(*TrainedModel::load(checkpoint, pipeline_json), cloud, lines, report);
+}
+
+LinesFile refine_lines(const TrainedModel& model, const PointCloud& cloud, const LinesFile& lines, InferReport* report) {
+  const std::vector<RefinedPiece> pieces = refine_pieces(model, cloud, lines, report);
   // Pieces of one line share their end points: the refined line averages the two estimates.
   LinesFile out;
   out.frame = lines.frame;

@@ -11,6 +11,7 @@
 
 #include "graph/message.h"
 #include "formats/maps/lines_json.h"
+#include "refine/trained_model.h"
 
 namespace sl {
 
@@ -19,10 +20,12 @@ struct InferReport {
   std::vector<std::string> notes;  // pieces left as given, and why
 };
 
-// `pipeline_json`: the pipeline whose preprocessing params apply ("" = the one recorded in the
-// checkpoint). Lines keep their id and category; each becomes L points per piece. The lines must
+// `model`: the checkpoint and the pipeline whose preprocessing applies (refine/trained_model.h).
+// Lines keep their id and category; each becomes L points per piece. The lines must
 // be in the cloud's local frame (lines.origin == cloud.origin, else sl::Error); the result
 // carries that origin, so write_lines_json writes it in world coordinates.
+LinesFile refine_lines(const TrainedModel& model, const PointCloud& cloud, const LinesFile& lines, InferReport* report);
+// The same with the checkpoint read here (`pipeline_json`: "" = the one recorded in it).
 LinesFile refine_lines(const std::string& checkpoint, const PointCloud& cloud, const LinesFile& lines,
                        const std::string& pipeline_json, InferReport* report);
 
@@ -46,7 +49,7 @@ struct RefinedPiece {
 
 // refine_lines' work, piece by piece, in line order then piece order. The model runs on batches of
 // at most `batch` pieces (a whole map's pieces at once would not fit in memory).
-std::vector<RefinedPiece> refine_pieces(const std::string& checkpoint, const PointCloud& cloud, const LinesFile& lines,
-                                        const std::string& pipeline_json, InferReport* report, int batch = 64);
+std::vector<RefinedPiece> refine_pieces(const TrainedModel& model, const PointCloud& cloud, const LinesFile& lines,
+                                        InferReport* report, int batch = 64);
 
 }  // namespace sl

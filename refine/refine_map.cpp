@@ -92,7 +92,7 @@ void propose_refinement(const VectorMap& map, const std::vector<LinePortion>& pa
   }
 }
 
-std::vector<Vec3d> refine_map(const std::string& checkpoint, const SharedMap& shared, const PointCloud& cloud,
+std::vector<Vec3d> refine_map(const TrainedModel& model, const SharedMap& shared, const PointCloud& cloud,
                               const std::vector<BoxXY>& boxes, const MapRefineOptions& options, MapRefineReport* report) {
   const VectorMap& map = shared.map;
   std::vector<BoxXY> grown;
@@ -104,7 +104,7 @@ std::vector<Vec3d> refine_map(const std::string& checkpoint, const SharedMap& sh
   for (const auto& part : parts) lf.lines.push_back(portion_polyline(map, part, cloud.origin));
   InferReport ir;
   // Also with no part on the clouds: the checkpoint and its pipeline are checked all the same.
-  const std::vector<RefinedPiece> pieces = refine_pieces(checkpoint, cloud, lf, options.pipeline_json, &ir, options.batch);
+  const std::vector<RefinedPiece> pieces = refine_pieces(model, cloud, lf, &ir, options.batch);
   MapEdit edit(map), spread(map);
   propose_refinement(map, parts, pieces, edit, &spread);
   std::vector<Vec3d> d = edit.displacements();
@@ -172,30 +172,6 @@ MapRefineReport map_refine_report(const VectorMap& map, const std::vector<LinePo
   for (auto& [name, c] : r.categories)
     if (c.moved_vertices > 0) c.mean_move /= double(c.moved_vertices);
   return r;
-}
-
-std::vector<std::string> trained_categories(const std::string& checkpoint, const std::string& pipeline_json) {
-  std::string text = pipeline_json, where = "pipeline";
-  const bool recorded = text.empty();
-  if (recorded) {
-    const auto meta = read_safetensors(checkpoint).metadata;
-    const auto it = meta.find("pipeline");
-    if (it == meta.end()) return {};
-    text = it->second;
-    where = checkpoint + ": __metadata__/pipeline";
-  }
-  const PipelineSpec spec = recorded ? parse_recorded_pipeline(text, where) : parse_pipeline(text, where);
-  for (const auto& s : spec.stages) {
-    const StageSchema& schema = *s.schema;
-    // The stage that picks a scene's lines: read_lines_json / read_map_lines (Scene -> Scene) or
-    // a source that makes the scenes from a map (map_tiles).
-    if (schema.infer != InferRole::Data || schema.output != Kind::Scene ||
-        (schema.input != Kind::Scene && schema.input != Kind::None))
-      continue;
-    for (const auto& p : schema.params)
-      if (p.name == "categories" && p.type == ParamType::StringList) return spec.params(s.index).get_strings("categories");
-  }
-  return {};
 }
 
 PointCloud merge_clouds(std::vector<PointCloud> clouds) {

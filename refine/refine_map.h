@@ -22,7 +22,6 @@ namespace sl {
 struct MapRefineOptions {
   std::vector<std::string> categories;  // category_matches entries; empty: every line
   double margin = 0, min_length = 1.0;  // as read_map_lines: which parts of a line lie on a cloud
-  std::string pipeline_json;            // "" = the pipeline recorded in the checkpoint
   int batch = 64;                       // pieces per model call
 };
 
@@ -67,7 +66,7 @@ void propose_refinement(const VectorMap& map, const std::vector<LinePortion>& pa
 
 // The whole job: the displacement of every map vertex (world metres; zero where nothing moves).
 // `cloud`: the clouds merged into one local frame (its origin); `boxes`: each cloud's world xy box.
-std::vector<Vec3d> refine_map(const std::string& checkpoint, const SharedMap& map, const PointCloud& cloud,
+std::vector<Vec3d> refine_map(const TrainedModel& model, const SharedMap& map, const PointCloud& cloud,
                               const std::vector<BoxXY>& boxes, const MapRefineOptions& options, MapRefineReport* report);
 
 // The report of a refinement: `parts` as lines_over gave them, their refined pieces (piece.line indexes
@@ -75,10 +74,6 @@ std::vector<Vec3d> refine_map(const std::string& checkpoint, const SharedMap& ma
 MapRefineReport map_refine_report(const VectorMap& map, const std::vector<LinePortion>& parts,
                                   const std::vector<RefinedPiece>& pieces, const InferReport& ir, const MapEdit& edit,
                                   const std::vector<Vec3d>& d, const std::vector<std::string>& categories);
-
-// The categories the checkpoint was trained on: the "categories" param of the pipeline's stage that
-// gives scenes their lines (a dataset stage from scenes to scenes that has one). Empty when none says.
-std::vector<std::string> trained_categories(const std::string& checkpoint, const std::string& pipeline_json);
 
 // Clouds decoded in one local frame (the same origin) as one cloud; throws sl::Error for origins
 // that differ or for clouds whose fields differ.

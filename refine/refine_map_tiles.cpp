@@ -15,31 +15,6 @@
 
 namespace sl {
 
-ReplayGeometry replay_geometry(const std::string& checkpoint, const std::string& pipeline_json) {
-  std::string text = pipeline_json, where = "pipeline";
-  const bool recorded = text.empty();
-  if (recorded) {
-    const auto meta = read_safetensors(checkpoint).metadata;
-    const auto it = meta.find("pipeline");
-    if (it == meta.end())
-      throw Error(checkpoint + ": records no pipeline (e.g. exported from PyTorch); pass the training pipeline with --pipeline");
-    text = it->second;
-    where = checkpoint + ": __metadata__/pipeline";
-  }
-  const PipelineSpec spec = recorded ? parse_recorded_pipeline(text, where) : parse_pipeline(text, where);
-  ReplayGeometry g;
-  for (const auto& s : spec.stages) {
-    if (s.schema->infer != InferRole::Prepare) continue;
-    for (const auto& p : s.schema->params) {
-      if (p.type != ParamType::Float) continue;
-      if (p.name == "radius") g.reach = std::max(g.reach, spec.params(s.index).get_float("radius"));
-      if (p.name == "max_length" && g.max_length == 0) g.max_length = std::max(0.0, spec.params(s.index).get_float("max_length"));
-    }
-  }
-  g.where = where;
-  return g;
-}
-
 uint32_t nearest_centre(const TileSet& tiles, double x, double y) {
   uint32_t home = 0;
   double best = std::numeric_limits<double>::infinity();
@@ -149,13 +124,13 @@ std::vector<std::string> gather_all(Comm& comm, const std::string& mine) {
 
 }  // namespace
 
-std::vector<Vec3d> refine_map_tiles(const std::string& checkpoint, const SharedMap& shared, const TileSet& tiles,
+std::vector<Vec3d> refine_map_tiles(const TrainedModel& model, const SharedMap& shared, const TileSet& tiles,
                                     const TiledRefineOptions& options, Comm* comm, TiledRefineReport* report) {
   const VectorMap& map = shared.map;
   const MapRefineOptions& mo = options.map;
   check_map_frame(shared, tiles, "infer --map --tiles");  // before any work: one frame, overlapping boxes
   ReplayGeometry geo;
-  if (options.reach < 0 || options.max_length < 0) geo = replay_geometry(checkpoint, mo.pipeline_json);
+  if (options.reach < 0 || options.max_length < 0) geo = model.geometry();
   const double reach = options.reach >= 0 ? options.reach : geo.reach;
   const double max_length = options.max_length >= 0 ? options.max_length : geo.max_length;
   if (reach < 0)
@@ -198,7 +173,7 @@ std::vector<Vec3d> refine_map_tiles(const std::string& checkpoint, const SharedM
     LinesFile none;
     none.origin = tiles.origin;
     PointCloud one = *cache.get(0);
-    if (one.size() > 0) refine_pieces(checkpoint, one, none, mo.pipeline_json, nullptr, mo.batch);
+    if (one.size() > 0) refine_pieces(model, one, none, nullptr, mo.batch);
   }
   for (size_t g = g0; g < g1; ++g) {
     const auto& [tile, members] = groups[g];
@@ -222,7 +197,7 @@ std::vector<Vec3d> refine_map_tiles(const std::string& checkpoint, const SharedM
     std::vector<RefinedPiece> got;
     if (!copies.empty()) {
       const PointCloud cloud = merge_clouds(std::move(copies));
-      got = refine_pieces(checkpoint, cloud, lf, mo.pipeline_json, &ir, mo.batch);
+      got = refine_pieces(model, cloud, lf, &ir, mo.batch);
     } else {
       // Tiles without points (empty files): the pieces stay as given, in their places along their parts.
       for (size_t k = 0; k < members.size(); ++k) {

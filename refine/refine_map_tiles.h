@@ -27,9 +27,9 @@ namespace sl {
 class Comm;
 
 struct TiledRefineOptions {
-  MapRefineOptions map;                     // categories, margin (grows every tile box), min_length, pipeline, batch
+  MapRefineOptions map;                     // categories, margin (grows every tile box), min_length, batch
   int64_t cache_bytes = int64_t(2) << 30;   // decoded tiles kept (at least the tiles of one group are)
-  double reach = -1;                        // m a crop reaches from its line; < 0: the pipeline's (replay_geometry)
+  double reach = -1;                        // m a crop reaches from its line; < 0: the pipeline's (model.geometry())
   double max_length = -1;                   // m pieces are cut to before grouping; < 0: the pipeline's
 };
 
@@ -41,21 +41,12 @@ struct TiledRefineReport {
   double reach = 0;
 };
 
-// What the tiled refinement needs from the pipeline inference replays: how far from its line a crop
-// takes points (the largest "radius" param of those stages; -1: none says) and the length its lines
-// are cut to (the first "max_length" param, split_lines'; 0: lines whole).
-struct ReplayGeometry {
-  double reach = -1, max_length = 0;
-  std::string where;  // the pipeline, for messages
-};
-ReplayGeometry replay_geometry(const std::string& checkpoint, const std::string& pipeline_json);
-
 // The tile whose box centre is nearest (x, y) (world), the lowest index on a tie.
 uint32_t nearest_centre(const TileSet& tiles, double x, double y);
 
 // The displacement of every map vertex (world metres), the same on every rank; `comm` may be null
 // (one process).
-std::vector<Vec3d> refine_map_tiles(const std::string& checkpoint, const SharedMap& map, const TileSet& tiles,
+std::vector<Vec3d> refine_map_tiles(const TrainedModel& model, const SharedMap& map, const TileSet& tiles,
                                     const TiledRefineOptions& options, Comm* comm, TiledRefineReport* report);
 
 }  // namespace sl

@@ -284,9 +284,12 @@ ModelConfig config_from_checkpoint(const std::string& path) {
 }
 
 void check_checkpoint_widths(const std::string& path, const ModelConfig& cfg) {
+  check_checkpoint_widths(read_safetensors(path), path, cfg);
+}
+
+void check_checkpoint_widths(const StFile& f, const std::string& path, const ModelConfig& cfg) {
   // Before a model of these widths is allocated: widths recorded in (or given for) a file must
   // be those of its tensors, so that a corrupt record cannot make us allocate gigabytes.
-  const StFile f = read_safetensors(path);
   for (const ParamInfo& p : make_param_table(cfg)) {
     auto t = f.tensors.find(p.name);
     if (t == f.tensors.end() || t->second.shape != p.shape)

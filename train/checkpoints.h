@@ -13,6 +13,7 @@
 #include "graph/stage.h"
 #include "kernels/adam.h"
 #include "kernels/model.h"
+#include "kernels/safetensors.h"
 #include "train/ranks.h"
 
 namespace sl {
@@ -98,5 +99,6 @@ ModelConfig config_from_checkpoint(const std::string& path);
 // Throws sl::Error naming the file unless it holds every parameter of `cfg` with its shape:
 // checked before a model of those widths is allocated.
 void check_checkpoint_widths(const std::string& path, const ModelConfig& cfg);
+void check_checkpoint_widths(const StFile& file, const std::string& path, const ModelConfig& cfg);  // a file already read
 
 }  // namespace sl

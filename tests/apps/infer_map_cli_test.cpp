@@ -79,6 +79,11 @@ TEST(CliMap, InferGatesEachMoveByItsCalibratedSigmaAndWritesAReviewLayer) {
   EXPECT_NE(layer.find("\"streamline:state\": \"refined\""), std::string::npos);
   EXPECT_NE(layer.find("\"streamline:state\": \"given\""), std::string::npos);
   EXPECT_EQ(layer.find("fixme"), std::string::npos) << "nothing is flagged at sigma 0.05";
+  // What made it: the command, the checkpoint's file and step, its training pipeline, our version.
+  EXPECT_NE(layer.find("\"streamline:made_by\": \"streamline infer --map "), std::string::npos) << layer.substr(0, 400);
+  EXPECT_NE(layer.find("; the model: "), std::string::npos) << layer.substr(0, 400);
+  EXPECT_NE(layer.find(".safetensors of pipeline '"), std::string::npos) << layer.substr(0, 400);
+  EXPECT_NE(layer.find("', streamline " SL_VERSION), std::string::npos) << layer.substr(0, 400);
   auto kept = run_cli(dir, base + " --calibration " + q(dir.path("large.json")) + " --flag-sigma 0.5 --out " +
                               q(dir.path("r2.osm")));
   ASSERT_EQ(kept.code, 0) << kept.err;

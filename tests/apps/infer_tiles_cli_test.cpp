@@ -3,7 +3,8 @@
 // refinement of the curbs moves exactly the curb vertices over the tiles, each by that offset; under
 // `mpirun -np 2` the written map is byte for byte the one a single process writes (a model with
 // random weights, so every vertex's move depends on its crop), and so is a run with a cache of one
-// tile; the command line's refusals.
+// tile; the command line's refusals; one loaded checkpoint serves every tile group and pass after its
+// file is gone.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,8 @@
 #include "kernels/model.h"
 #include "formats/maps/map_lines.h"
 #include "formats/tiles/tile_set.h"
+#include "refine/passes.h"
+#include "refine/refine_map_tiles.h"
 #include "tests/apps/cli_util.h"
 #include "tests/train/constant_model.h"
 
@@ -182,6 +185,55 @@ TEST_F(InferTiles, EvaluateMapMeasuresTheFixedPointAndThePerturbedMapPassByPass)
   // Neither clouds nor tiles: a usage error.
   const auto none = sh("evaluate-map --checkpoint " + q(zero) + " --truth " + q(data_ + "/lanelet2_map.osm"));
   EXPECT_EQ(none.code, 2) << none.err;
+}
+
+// A map refined over tiles reads its checkpoint once (refine/trained_model.h): the file may go (a
+// training run beside it keeps only its last checkpoints) and every tile group of every pass still
+// refines; one model used over and over gives what a fresh load of the same file gives each time.
+TEST_F(InferTiles, OneLoadedModelServesEveryTileGroupAndPassAfterItsFileIsGone) {
+  const std::string gone = root_ + "/gone.safetensors", kept = root_ + "/kept.safetensors";
+  write_random_checkpoint(gone);
+  fs::copy_file(gone, kept, fs::copy_options::overwrite_existing);
+  const std::shared_ptr<const TrainedModel> model = TrainedModel::load(gone);
+  ASSERT_TRUE(fs::remove(gone));
+  EXPECT_NE(model->provenance().find("gone.safetensors"), std::string::npos) << model->provenance();
+  EXPECT_EQ(model->categories(), (std::vector<std::string>{"line_thin", "curbstone"}));
+
+  const TileSet tiles = scan_tiles(data_ + "/train/pointcloud_map", "", "--tiles");
+  const auto map = load_map_shared(data_ + "/lanelet2_map.osm", {});
+  TiledRefineOptions o;
+  o.map.categories = model->categories();
+  o.cache_bytes = 1;  // one tile at a time: every group decodes its own
+  PassOptions passes;
+  passes.passes = 3;
+  passes.tolerance = 0;
+  std::vector<PassReport> reports;
+  int64_t groups = 0;
+  const auto once = [&](const TrainedModel& m) {
+    return [&](const SharedMap& at, int, MapRefineReport* rep) {
+      TiledRefineReport r;
+      std::vector<Vec3d> d = refine_map_tiles(m, at, tiles, o, nullptr, &r);
+      groups = std::max(groups, r.groups);
+      if (rep) *rep = std::move(r.map);
+      return d;
+    };
+  };
+  const std::vector<Vec3d> d = refine_in_passes(*map, passes, once(*model), &reports);
+  ASSERT_EQ(reports.size(), 3u);
+  EXPECT_GT(groups, 1) << "the test needs a map over several home tiles";
+  EXPECT_GT(reports[0].moved_vertices, 0);
+  // Each pass with a fresh load of the same bytes.
+  std::vector<Vec3d> fresh_total;
+  {
+    std::vector<PassReport> fresh_reports;
+    RefinePass fresh = [&](const SharedMap& at, int pass, MapRefineReport* rep) {
+      return once(*TrainedModel::load(kept))(at, pass, rep);
+    };
+    fresh_total = refine_in_passes(*map, passes, fresh, &fresh_reports);
+  }
+  ASSERT_EQ(fresh_total.size(), d.size());
+  for (size_t v = 0; v < d.size(); ++v)
+    for (int c = 0; c < 3; ++c) ASSERT_EQ(d[v][c], fresh_total[v][c]) << "vertex " << v;
 }
 
 TEST_F(InferTiles, OneTileCacheGivesTheSameMapAndRefusals) {

@@ -52,7 +52,7 @@ TEST(GenMapOsmium, LibosmiumReadsTheMapAndTheRefinedMapWithOnlyTheCurbNodesMoved
   MapRefineOptions opt;
   opt.categories = {"curbstone"};
   MapRefineReport rep;
-  const auto d = refine_map(ckpt, *shared, cloud, {cloud_box(cloud)}, opt, &rep);
+  const auto d = refine_map(*TrainedModel::load(ckpt), *shared, cloud, {cloud_box(cloud)}, opt, &rep);
   EXPECT_EQ(rep.categories.size(), 1u);
   EXPECT_GT(rep.moved_vertices, 20);
   write_vector_map(tmp.path("refined.osm"), m, d);

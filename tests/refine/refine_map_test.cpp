@@ -198,7 +198,7 @@ Refined refine(const test::TempDir& tmp, const std::string& map_file, const std:
   const PointCloud cloud = flat_cloud();
   MapRefineOptions o;
   o.categories = categories;
-  r.d = refine_map(ckpt, *r.map, cloud, {cloud_box(cloud)}, o, &r.report);
+  r.d = refine_map(*TrainedModel::load(ckpt), *r.map, cloud, {cloud_box(cloud)}, o, &r.report);
   return r;
 }
 
@@ -313,9 +313,9 @@ TEST(RefineMap, TrainedCategoriesAreFoundInTheLinesStageOrInTheTiledMapSource) {
     return std::string(std::istreambuf_iterator<char>(f), {});
   };
   const std::vector<std::string> want = {"line_thin", "curbstone"};
-  EXPECT_EQ(trained_categories("", text_of("line_refine_train_map.json")), want);
-  EXPECT_EQ(trained_categories("", text_of("line_refine_train_tiles.json")), want);
-  EXPECT_EQ(trained_categories("", text_of("line_refine_train.json")), (std::vector<std::string>{"lane_marking", "curb"}));
+  EXPECT_EQ(trained_categories(parse_pipeline(text_of("line_refine_train_map.json"), "map")), want);
+  EXPECT_EQ(trained_categories(parse_pipeline(text_of("line_refine_train_tiles.json"), "tiles")), want);
+  EXPECT_EQ(trained_categories(parse_pipeline(text_of("line_refine_train.json"), "train")), (std::vector<std::string>{"lane_marking", "curb"}));
 }
 
 }  // namespace

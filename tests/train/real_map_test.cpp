@@ -170,14 +170,14 @@ void zero_and_constant(const std::string& path, const std::string& tag, const st
   MapRefineOptions o;
   o.categories = {"line_thin", "line_thick"};
   MapRefineReport rep;
-  const auto zero = refine_map(tmp.path("zero.safetensors"), *shared, cloud, {cloud_box(cloud)}, o, &rep);
+  const auto zero = refine_map(*TrainedModel::load(tmp.path("zero.safetensors")), *shared, cloud, {cloud_box(cloud)}, o, &rep);
   EXPECT_GT(rep.refined_pieces, 50) << tag;
   const std::string same = render_vector_map(m, zero);
   EXPECT_TRUE(same == m.source) << tag;
   keep("zero_" + tag, same);
 
   test::write_constant_checkpoint(tmp.path("left.safetensors"), {0, 0.1f, 0});
-  const auto d = refine_map(tmp.path("left.safetensors"), *shared, cloud, {cloud_box(cloud)}, o, &rep);
+  const auto d = refine_map(*TrainedModel::load(tmp.path("left.safetensors")), *shared, cloud, {cloud_box(cloud)}, o, &rep);
   std::set<uint32_t> painted, other;
   for (const MapLine& l : m.lines) (category_matches(l.category, o.categories) ? painted : other).insert(l.vertex.begin(), l.vertex.end());
   int64_t shared_nodes = 0;
@@ -246,7 +246,7 @@ TEST_F(RealLanelet2Map, AModelTrainedOnGeneratedDataRefinesOnlyTheChosenCategori
   MapRefineOptions o;
   o.categories = {"line_thin", "curbstone"};
   MapRefineReport rep;
-  const auto d = refine_map(latest_checkpoint(tmp.path("run")), *shared, cloud, {cloud_box(cloud)}, o, &rep);
+  const auto d = refine_map(*TrainedModel::load(latest_checkpoint(tmp.path("run"))), *shared, cloud, {cloud_box(cloud)}, o, &rep);
   std::set<uint32_t> chosen;
   for (const MapLine& l : m.lines)
     if (category_matches(l.category, o.categories)) chosen.insert(l.vertex.begin(), l.vertex.end());

@@ -219,7 +219,7 @@ TEST(GroupStage, InferReplaysItAndTheSeedsModelRefinesTheSameWithOrWithoutIt) {
     LineRefiner model(model_config_from(spec.params(spec.stage("train").index).get_object("model")), 3);  // seed 3
     const std::string ckpt = (dir / (spec.name + ".safetensors")).string();
     save_checkpoint(ckpt, model, nullptr, {{"pipeline", spec.resolved_json(false)}});
-    out.push_back(refine_pieces(ckpt, sc.cloud, lines, "", nullptr));
+    out.push_back(refine_pieces(*TrainedModel::load(ckpt), sc.cloud, lines, nullptr));
   }
   fs::remove_all(dir);
   ASSERT_EQ(out[0].size(), out[1].size());
