@@ -25,8 +25,14 @@ bool selects(const std::string& entry, const std::string& category) {
 
 }  // namespace
 
+bool non_physical_category(const std::string& category) {
+  for (const char* type : {"virtual", "traffic_sign", "traffic_light", "light_bulbs"})
+    if (selects(type, category)) return true;
+  return false;
+}
+
 bool category_matches(const std::string& category, const std::vector<std::string>& wanted) {
-  if (wanted.empty()) return true;
+  if (wanted.empty()) return !non_physical_category(category);
   const std::string c = canonical_category(category);
   for (const auto& w : wanted) {
     if (category == w) return true;

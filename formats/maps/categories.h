@@ -19,10 +19,17 @@ std::string canonical_category(const std::string& category);
 // "curb" -> {curbstone}; any other entry itself.
 std::vector<std::string> category_filter_entries(const std::string& entry);
 
+// Lanelet2's line types that mark nothing in the points: `virtual` (a lane boundary with no physical
+// edge, mostly in intersections), and the ways that place a traffic sign or light (`traffic_sign`,
+// `traffic_light`, Autoware's `light_bulbs`). Any subtype of them.
+bool non_physical_category(const std::string& category);
+
 // Category filter: an entry "line_thin" matches "line_thin" and every "line_thin:<subtype>"; an
 // entry "line_thin:solid" matches only that. Aliases on either side are resolved first (so "curb"
 // selects curbstone:low, and "curbstone:high" selects an old file's "curb"). Empty `wanted` matches
-// everything.
+// every line with a physical edge: every category but the non-physical ones (which a filter that
+// names them still selects), so a map's virtual lines are never refined, perturbed or trained on
+// unless asked for.
 bool category_matches(const std::string& category, const std::vector<std::string>& wanted);
 
 }  // namespace sl

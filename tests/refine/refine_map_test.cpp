@@ -271,6 +271,35 @@ TEST(RefineMap, AHeightOffsetRaisesExactlyTheChosenCategoriesVerticesOnTheCloud)
     EXPECT_EQ(v, (id >= 11 && id <= 16 ? Vec3d{0, 0, 0.25} : Vec3d{0, 0, 0})) << "node " << id;
 }
 
+// With no categories chosen (a checkpoint that does not say), every line with a physical edge is
+// refined and a virtual boundary or the way placing a traffic light is not; a filter naming them does.
+TEST(RefineMap, NoCategoriesRefinesThePhysicalLinesOnlyAndAFilterNamingVirtualLinesRefinesThem) {
+  test::TempDir tmp;
+  ProjectionSpec spec;
+  spec.kind = "utm", spec.utm_zone = 32, spec.hemisphere = "north";
+  const Projection utm = Projection::make(spec, std::nullopt, "test");
+  std::string osm = "<?xml version='1.0' encoding='UTF-8'?>\n<osm version='0.6' generator='JOSM'>\n";
+  const double ys[] = {10, 20, 40};
+  for (int id = 1; id <= 6; ++id) {
+    const auto ll = utm.inverse(kE + (id % 2 ? 10 : 40), kN + ys[(id - 1) / 2]);
+    osm += "  <node id='" + std::to_string(id) + "' version='1' lat='" + format_degrees(ll[0]) + "' lon='" +
+           format_degrees(ll[1]) + "'>\n    <tag k='ele' v='1.5' />\n  </node>\n";
+  }
+  osm += "  <way id='100' version='1'><nd ref='1' /><nd ref='2' /><tag k='type' v='line_thin' /><tag k='subtype' v='solid' /></way>\n"
+         "  <way id='101' version='1'><nd ref='3' /><nd ref='4' /><tag k='type' v='virtual' /></way>\n"
+         "  <way id='102' version='1'><nd ref='5' /><nd ref='6' /><tag k='type' v='traffic_light' /><tag k='subtype' v='red_yellow_green' /></way>\n"
+         "</osm>\n";
+  const std::string path = tmp.write("v.osm", osm);
+  const Refined all = refine(tmp, path, {0, 0, 0.25f}, {});
+  for (const auto& [id, v] : by_node(all.map->map, all.d))
+    EXPECT_EQ(v, (id <= 2 ? Vec3d{0, 0, 0.25} : Vec3d{0, 0, 0})) << "node " << id;
+  EXPECT_EQ(all.report.categories.count("virtual"), 0u);
+  EXPECT_EQ(all.report.categories.count("traffic_light:red_yellow_green"), 0u);
+  const Refined asked = refine(tmp, path, {0, 0, 0.25f}, {"virtual"});
+  for (const auto& [id, v] : by_node(asked.map->map, asked.d))
+    EXPECT_EQ(v, (id == 3 || id == 4 ? Vec3d{0, 0, 0.25} : Vec3d{0, 0, 0})) << "node " << id;
+}
+
 TEST(RefineMap, ASidewaysOffsetMovesEachWayToItsLeftAndTheSharedCornerByTheMean) {
   test::TempDir tmp;
   const TestMap t = test_map();

@@ -25,11 +25,27 @@ TEST(Categories, OldNamesSelectTheirLanelet2TypesAndNothingElse) {
     EXPECT_EQ(category_matches(c, {"curb"}), curb) << c;
     EXPECT_EQ(category_matches(c, {"lane_marking", "curb"}), marking || curb) << c;
     EXPECT_TRUE(category_matches(c, {c})) << c;
-    EXPECT_TRUE(category_matches(c, {})) << c;
+    EXPECT_EQ(category_matches(c, {}), c != "virtual") << c;
   }
   EXPECT_FALSE(category_matches("road_border", {"road"}));        // a type is a whole name, not a prefix
   EXPECT_FALSE(category_matches("line_thin:solid", {"line_thin:dashed"}));
   EXPECT_FALSE(category_matches("curbs", {"curb"}));
+}
+
+// No filter selects every line with a physical edge: never a virtual boundary or the way that places
+// a traffic light or sign, whatever its subtype; a filter that names them selects them.
+TEST(Categories, NoFilterLeavesOutTheLinesThatMarkNothingInThePoints) {
+  for (const std::string c : {"virtual", "virtual:intersection", "traffic_light", "traffic_sign:de206", "light_bulbs"}) {
+    EXPECT_TRUE(non_physical_category(c)) << c;
+    EXPECT_FALSE(category_matches(c, {})) << c;
+    EXPECT_TRUE(category_matches(c, {c})) << c;
+  }
+  EXPECT_TRUE(category_matches("virtual", {"virtual"}));
+  for (const std::string c : {"", "road_border", "curbstone:low", "line_thin:dashed", "stop_line", "zebra_marking",
+                              "pedestrian_marking", "fence", "virtuality", "curb", "lane_marking"}) {
+    EXPECT_FALSE(non_physical_category(c)) << c;
+    EXPECT_TRUE(category_matches(c, {})) << c;
+  }
 }
 
 TEST(Categories, OldDataIsSelectedByTheNewNamesItStandsFor) {
@@ -67,12 +83,19 @@ TEST(Categories, LinesJsonRoundTripsTheNamesAndFiltersWithAliases) {
   }
   const std::string path = tmp.path("s.json");
   write_lines_json(path, f);
+  // No filter: every line but the virtual one, in order, points exact; a filter naming it: that one.
   const LinesFile all = read_lines_json(path);
-  ASSERT_EQ(all.lines.size(), f.lines.size());
-  for (size_t i = 0; i < f.lines.size(); ++i) {
-    EXPECT_EQ(all.lines[i].category, f.lines[i].category);
-    EXPECT_EQ(all.lines[i].points, f.lines[i].points);
+  std::vector<Polyline> physical;
+  for (const auto& l : f.lines)
+    if (l.category != "virtual") physical.push_back(l);
+  ASSERT_EQ(all.lines.size(), physical.size());
+  for (size_t i = 0; i < physical.size(); ++i) {
+    EXPECT_EQ(all.lines[i].category, physical[i].category);
+    EXPECT_EQ(all.lines[i].points, physical[i].points);
   }
+  const LinesFile virt = read_lines_json(path, {"virtual"});
+  ASSERT_EQ(virt.lines.size(), 1u);
+  EXPECT_EQ(virt.lines[0].category, "virtual");
   const std::vector<std::vector<std::string>> filters = {
       {"lane_marking", "curb"}, {"curb"}, {"curbstone:high"}, {"curbstone"}, {"line_thin"}, {"road_border", "stop_line"}, {"line_thick:dashed"}};
   for (const auto& filter : filters) {
