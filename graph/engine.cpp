@@ -1,5 +1,6 @@
 #include "graph/engine.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <tbb/flow_graph.h>
 #include <tbb/global_control.h>
 #include <tbb/task_arena.h>
+#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include "graph/error.h"
@@ -71,6 +73,7 @@ std::string describe_item(const Item& it) {
 // run, when the graph's wait has ordered every write before the read.
 struct alignas(64) StageCounters {
   int64_t items_in = 0, items_out = 0, skipped = 0, busy_ns = 0, invocations = 0, gap_ns = 0;
+  int64_t order_ns = 0, fork_ns = 0, tail_ns = 0, piece_ns = 0;  // StageReport says what each is
 };
 class ThreadCounters {
  public:
@@ -88,6 +91,7 @@ class ThreadCounters {
     for (const auto& c : slots_) {
       t.items_in += c.items_in, t.items_out += c.items_out, t.skipped += c.skipped;
       t.busy_ns += c.busy_ns, t.invocations += c.invocations, t.gap_ns += c.gap_ns;
+      t.order_ns += c.order_ns, t.fork_ns += c.fork_ns, t.tail_ns += c.tail_ns, t.piece_ns += c.piece_ns;
     }
     return t;
   }
@@ -106,6 +110,8 @@ struct StageRuntime {
   bool serial = false;    // stateful: exactly one thread, fed in order, renumbers its outputs
   bool releases = false;  // source items are counted done here
   uint64_t out_seq = 0;   // next sequence number of a serial stage's outputs
+  int64_t ready_max = 0;  // a serial stage: the latest ready_ns of the envelopes it has taken
+  bool last = false;      // the last stage (the sink): its first data item ends the start-up
   std::atomic<bool> saw_end{false};  // the EndOfStream marker reached this stage
 };
 
@@ -124,6 +130,11 @@ struct Run {
   bool failed = false;
   std::unique_ptr<Trace> trace;
   limiter_node<Envelope>* limiter = nullptr;
+  // The end of the start-up: when the first data item reached the last stage, and the process's
+  // CPU time then (written once, by the thread that set the flag; read after the graph's wait).
+  std::atomic<bool> reached_last{false};
+  int64_t reached_last_ns = 0;
+  double reached_last_cpu_s = 0;
   // The holds of the stages that keep the run open (Stage::holds_run_open): taken when the graph
   // exists, released by the stage, or by a failure. A hold released before it was taken is
   // never taken; once the graph is done waiting, every hold is released.
@@ -195,6 +206,7 @@ class SerialEmitter : public Emitter {
     e.pos = pos_;
     e.items.push_back(std::move(item));
     rt_.counters.add([](StageCounters& c) { ++c.items_out; });
+    e.ready_ns = now_ns();
     std::get<0>(ports_).try_put(e);
   }
   void emit_marker(Envelope::Type type, Position pos) override {
@@ -202,6 +214,7 @@ class SerialEmitter : public Emitter {
     e.type = type;
     e.seq = rt_.out_seq++;
     e.pos = pos;
+    e.ready_ns = now_ns();
     std::get<0>(ports_).try_put(e);
   }
 
@@ -210,6 +223,13 @@ class SerialEmitter : public Emitter {
   StageNode::output_ports_type& ports_;
   Position pos_;
 };
+
+// The process's user + system CPU time so far, in seconds.
+double process_cpu_s() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec + 1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
 
 template <class F>
 void guarded(Run& run, StageRuntime& rt, const Item* it, F&& f) {
@@ -228,6 +248,22 @@ void stage_body(Run& run, StageRuntime& rt, const Envelope& in, StageNode::outpu
   const int64_t t0 = now_ns();
   Stage& st = *rt.stage;
   if (in.type == Envelope::Type::EndOfStream) rt.saw_end = true;
+  if (rt.last && in.type == Envelope::Type::Data && !run.reached_last.load(std::memory_order_relaxed) &&
+      !run.reached_last.exchange(true)) {
+    run.reached_last_ns = t0;
+    run.reached_last_cpu_s = process_cpu_s();
+  }
+  // Order: a serial stage takes envelopes in sequence, so when it takes one, every earlier one
+  // has arrived; the envelope was held in the sequencer from its own arrival until the latest
+  // of theirs. (Wakes do not pass the sequencer.)
+  if (rt.serial && in.type != Envelope::Type::Wake && in.ready_ns > 0) {
+    if (rt.ready_max > in.ready_ns) {
+      const int64_t held = rt.ready_max - in.ready_ns;
+      rt.counters.add([&](StageCounters& c) { c.order_ns += held; });
+    } else {
+      rt.ready_max = in.ready_ns;
+    }
+  }
   if (in.type == Envelope::Type::Wake) {
     SerialEmitter em(rt, ports, in.pos);
     guarded(run, rt, nullptr, [&] { st.on_wake(em, run.ctx); });
@@ -270,14 +306,38 @@ void stage_body(Run& run, StageRuntime& rt, const Envelope& in, StageNode::outpu
       };
       // Items of one envelope (the lines of a scene) spread over the stage's threads; outputs
       // are concatenated in item order, so the result does not depend on scheduling.
-      if (rt.spec->threads > 1 && n > 1)
-        tbb::parallel_for(size_t(0), n, one);
-      else
+      if (rt.spec->threads > 1 && n > 1) {
+        // The fork-join's figures: its wall time, the pieces' own time, and its tail: after the
+        // last piece was taken by a thread, nothing was left for a thread that came free. One
+        // task per piece (simple_partitioner, grain 1): a piece waits in a deque, free to be
+        // taken by any thread, until it starts. (The default auto_partitioner hands out ranges
+        // of pieces that run one after another on their thread: pieces behind a slow one waited
+        // for it while the other threads idled, and "started" no longer meant "handed out".)
+        const int64_t f0 = now_ns();
+        std::atomic<int64_t> last_start{f0};
+        auto piece = [&](size_t i) {
+          const int64_t p0 = now_ns();
+          int64_t seen = last_start.load(std::memory_order_relaxed);
+          while (p0 > seen && !last_start.compare_exchange_weak(seen, p0, std::memory_order_relaxed)) {}
+          one(i);
+          const int64_t p = now_ns() - p0;
+          rt.counters.add([&](StageCounters& c) { c.piece_ns += p; });
+        };
+        tbb::parallel_for(tbb::blocked_range<size_t>(0, n, 1),
+                          [&](const tbb::blocked_range<size_t>& r) {
+                            for (size_t i = r.begin(); i != r.end(); ++i) piece(i);
+                          },
+                          tbb::simple_partitioner());
+        const int64_t f1 = now_ns(), tail = f1 - last_start.load(std::memory_order_relaxed);
+        rt.counters.add([&](StageCounters& c) { c.fork_ns += f1 - f0, c.tail_ns += tail; });
+      } else {
         for (size_t i = 0; i < n; ++i) one(i);
+      }
       for (auto& em : ems)
         for (auto& it : em.items) out.items.push_back(std::move(it));
       rt.counters.add([&](StageCounters& c) { c.items_out += (int64_t)out.items.size(); });
     }
+    out.ready_ns = now_ns();
     std::get<0>(ports).try_put(out);
     if (rt.releases) run.release(1);
   }
@@ -327,6 +387,7 @@ Topology build_stages(Run& run, const PipelineSpec& spec) {
     if (release < 0 && run.stages[cur]->serial) release = cur;
   }
   t.sink = cur;
+  run.stages[t.sink]->last = true;
   run.stages[release >= 0 ? release : t.sink]->releases = true;
   return t;
 }
@@ -374,6 +435,7 @@ struct SourceFeed {
     rt.counters.add([&](StageCounters& c) { c.busy_ns += t1 - t0, ++c.invocations; });
     last_return = t1;
     if (run.trace) run.trace->span(rt.spec->id, rt.spec->type, t0, t1);
+    e.ready_ns = t1;
     return e;
   }
 };
@@ -426,6 +488,14 @@ std::string stall_reason(const Run& run, const Topology& t, const SourceFeed& fe
          "' received it but still holds items it never passed on, and the graph went idle";
 }
 
+// CPUs in the process's affinity mask (taskset, a container's cpuset); the hardware's when unknown.
+int affinity_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, tbb::this_task_arena::max_concurrency());
+}
+
 void fill_report(RunResult& result, const Run& run, const Topology& t, int total_threads) {
   struct rusage ru {};
   getrusage(RUSAGE_SELF, &ru);
@@ -447,6 +517,10 @@ void fill_report(RunResult& result, const Run& run, const Topology& t, int total
     r.utilization = result.wall_s > 0 ? r.busy_s / (result.wall_s * r.threads) : 0;
     r.wait_input_s = is_source ? 0 : std::max(0.0, result.wall_s * r.threads - r.busy_s);
     r.wait_output_s = c.gap_ns / 1e9;
+    r.order_wait_s = c.order_ns / 1e9;
+    r.fork_s = c.fork_ns / 1e9;
+    r.fork_tail_s = c.tail_ns / 1e9;
+    r.piece_s = c.piece_ns / 1e9;
     result.stages.push_back(r);
   }
   result.bottleneck = diagnose(result.stages, result.wall_s, total_threads);
@@ -474,6 +548,10 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
   ctx.cancel = &run.local_cancel;  // failures and Ctrl-C (forwarded by the source) both land here
   ctx.interrupt = opt.cancel;
   const int64_t origin = now_ns();
+  struct rusage ru0 {};
+  getrusage(RUSAGE_SELF, &ru0);
+  const double cpu_origin = (double)ru0.ru_utime.tv_sec + (double)ru0.ru_stime.tv_sec +
+                            1e-6 * (double)(ru0.ru_utime.tv_usec + ru0.ru_stime.tv_usec);
   if (!opt.trace_path.empty()) run.trace = std::make_unique<Trace>(origin);
   ctx.trace = run.trace.get();
 
@@ -511,6 +589,8 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
   }
   g.wait_for_all();  // a wake posted between the first wait's end and the flag (a slot returned then)
   const int64_t t_end = now_ns();
+  struct rusage ru1 {};
+  getrusage(RUSAGE_SELF, &ru1);
   const bool user_stop = opt.cancel && opt.cancel->load();
   if (!run.failed && !user_stop) {
     const std::string stall = stall_reason(run, topo, feed);
@@ -538,6 +618,20 @@ RunResult run_pipeline(const PipelineSpec& spec, const RunOptions& opt) {
   result.summaries = ctx.summaries();
   result.figure_lines = ctx.figure_lines();
   result.threads = std::max(1, total_threads);
+  {
+    auto secs = [](const timeval& a, const timeval& b) { return (double)(b.tv_sec - a.tv_sec) + 1e-6 * (double)(b.tv_usec - a.tv_usec); };
+    CpuUse& c = result.cpu;
+    c.user_s = secs(ru0.ru_utime, ru1.ru_utime);
+    c.system_s = secs(ru0.ru_stime, ru1.ru_stime);
+    c.affinity_cpus = affinity_cpus();
+    c.cores = std::min(result.threads, c.affinity_cpus);
+    c.core_s = result.wall_s * c.cores;
+    if (run.reached_last) {
+      c.startup_s = (run.reached_last_ns - origin) / 1e9;
+      c.startup_cpu_s = run.reached_last_cpu_s - cpu_origin;
+      c.startup_core_s = c.startup_s * c.cores;
+    }
+  }
   fill_report(result, run, topo, total_threads);
   if (run.trace) {
     try {  // the run's report comes back either way; a trace that cannot be written fails it
@@ -586,9 +680,38 @@ std::string diagnose(const std::vector<StageReport>& stages, double wall, int to
   return buf;
 }
 
+// Wrapped for the text table (the report's HTML folds the breaks into spaces).
+const char* const kWaitLegend =
+    "order s: envelopes ready before a serial stage but held until\n"
+    "   an earlier one arrived, summed over envelopes; tail %: the share of a parallel stage's fork-join\n"
+    "   time after the last of its pieces was handed to a thread (threads that came free had none left)";
+
+std::string format_cpu_use(const CpuUse& c, int ranks, const std::string& last_stage) {
+  char buf[640];
+  std::string o;
+  if (ranks > 1)
+    std::snprintf(buf, sizeof buf,
+                  "CPU over %d ranks: %.2f s user + %.2f s system = %.0f%% of their wall x cores (%d core%s each: the "
+                  "fewer of the run's threads and the CPUs in the affinity mask)",
+                  ranks, c.user_s, c.system_s, 100 * c.use(), c.cores, c.cores == 1 ? "" : "s");
+  else
+    std::snprintf(buf, sizeof buf,
+                  "CPU: %.2f s user + %.2f s system = %.0f%% of %d core%s over the wall (the fewer of the run's threads "
+                  "and the %d CPUs in the affinity mask)",
+                  c.user_s, c.system_s, 100 * c.use(), c.cores, c.cores == 1 ? "" : "s", c.affinity_cpus);
+  o = buf;
+  if (c.startup_s >= 0) {
+    std::snprintf(buf, sizeof buf, "; start-up (until the first item reached '%s': %.2f s%s) %.0f%%, then %.0f%%",
+                  last_stage.c_str(), c.startup_s, ranks > 1 ? ", the longest rank's" : "", 100 * c.startup_use(),
+                  100 * c.steady_use());
+    o += buf;
+  }
+  return o;
+}
+
 std::string format_report(const RunResult& r) {
   std::ostringstream o;
-  char buf[512];
+  char buf[1024];
   if (r.ranks > 1)
     std::snprintf(buf, sizeof buf,
                   "\nWhere the time went, over %d ranks (wall %.2f s: the longest rank's; peak RSS of the largest process "
@@ -598,26 +721,35 @@ std::string format_report(const RunResult& r) {
     std::snprintf(buf, sizeof buf, "\nWhere the time went (wall %.2f s, peak RSS of the process %.0f MiB)\n", r.wall_s,
                   r.peak_rss_bytes / 1048576.0);
   o << buf;
-  std::snprintf(buf, sizeof buf, "  %-12s %-16s %7s %9s %9s %8s %8s %7s %10s %10s\n", "stage", "type", "threads",
-                "items in", "items out", "skipped", "busy s", "busy %", "idle s", "held s");
+  std::snprintf(buf, sizeof buf, "  %-12s %-16s %7s %9s %9s %8s %8s %7s %10s %10s %8s %6s\n", "stage", "type", "threads",
+                "items in", "items out", "skipped", "busy s", "busy %", "idle s", "held s", "order s", "tail %");
   o << buf;
-  for (const auto& s : r.stages) {
-    std::snprintf(buf, sizeof buf, "  %-12s %-16s %7d %9lld %9lld %8lld %8.2f %6.0f%% %10.2f %10.2f\n", s.id.c_str(),
+  for (size_t i = 0; i < r.stages.size(); ++i) {
+    const StageReport& s = r.stages[i];
+    // order s: serial stages after the source; tail %: stages that ran fork-joins.
+    char order[32] = "-", tail[32] = "-";
+    if (s.serial && i > 0) std::snprintf(order, sizeof order, "%.2f", s.order_wait_s);
+    if (s.fork_s > 0) std::snprintf(tail, sizeof tail, "%.0f%%", 100 * s.tail_share());
+    std::snprintf(buf, sizeof buf, "  %-12s %-16s %7d %9lld %9lld %8lld %8.2f %6.0f%% %10.2f %10.2f %8s %6s\n", s.id.c_str(),
                   s.type.c_str(), s.threads, (long long)s.items_in, (long long)s.items_out, (long long)s.skipped,
-                  s.busy_s, 100 * s.utilization, s.wait_input_s, s.wait_output_s);
+                  s.busy_s, 100 * s.utilization, s.wait_input_s, s.wait_output_s, order, tail);
     o << buf;
   }
   if (r.ranks > 1) {
     std::snprintf(buf, sizeof buf,
-                  "  (items, skipped, busy s, idle s and held s: summed over the %d ranks; threads: each rank's%s;\n"
-                  "   busy %%: busy time / (wall x threads), every rank's added up; idle: its threads waited for input;\n"
-                  "   held: the source was held back by backpressure)\n",
-                  r.ranks, r.threads_differ ? " (they differ: rank 0's)" : "");
+                  "  (items, skipped, busy s, idle s, held s and order s: summed over the %d ranks; threads: each rank's%s;\n"
+                  "   busy %%: busy time / (wall x threads), every rank's added up; tail %%: every rank's fork-joins;\n"
+                  "   idle: its threads waited for input; held: the source's next item waited for a place in\n"
+                  "   in_flight; %s)\n",
+                  r.ranks, r.threads_differ ? " (they differ: rank 0's)" : "", kWaitLegend);
     o << buf;
   } else {
-    o << "  (busy %: busy time / (wall x threads); idle: its threads waited for input; held: the source was\n"
-         "   held back by backpressure)\n";
+    o << "  (busy %: busy time / (wall x threads); idle: its threads waited for input; held: the source's next\n"
+         "   item waited for a place in in_flight; "
+      << kWaitLegend << ")\n";
   }
+  if (r.cpu.core_s > 0)
+    o << "  " << format_cpu_use(r.cpu, r.ranks, r.stages.empty() ? std::string() : r.stages.back().id) << "\n";
   if (!r.bottleneck.empty()) o << "  Bottleneck: " << r.bottleneck << "\n";
   if (r.skips_total > 0) {
     o << "\nSkipped " << r.skips_total << " item(s)"

@@ -71,6 +71,17 @@ std::string rank_share_json(const RunResult& r) {
   w.Key("wall_s"), w.Double(r.wall_s);
   w.Key("peak_rss_bytes"), w.Double(r.peak_rss_bytes);
   w.Key("threads"), w.Int(r.threads);
+  w.Key("cpu");
+  w.StartObject();
+  w.Key("user_s"), w.Double(r.cpu.user_s);
+  w.Key("system_s"), w.Double(r.cpu.system_s);
+  w.Key("core_s"), w.Double(r.cpu.core_s);
+  w.Key("cores"), w.Int(r.cpu.cores);
+  w.Key("affinity_cpus"), w.Int(r.cpu.affinity_cpus);
+  w.Key("startup_s"), w.Double(r.cpu.startup_s);
+  w.Key("startup_cpu_s"), w.Double(r.cpu.startup_cpu_s);
+  w.Key("startup_core_s"), w.Double(r.cpu.startup_core_s);
+  w.EndObject();
   w.Key("stages");
   w.StartArray();
   for (const auto& s : r.stages) {
@@ -86,6 +97,10 @@ std::string rank_share_json(const RunResult& r) {
     w.Key("busy_s"), w.Double(s.busy_s);
     w.Key("wait_input_s"), w.Double(s.wait_input_s);
     w.Key("wait_output_s"), w.Double(s.wait_output_s);
+    w.Key("order_wait_s"), w.Double(s.order_wait_s);
+    w.Key("fork_s"), w.Double(s.fork_s);
+    w.Key("fork_tail_s"), w.Double(s.fork_tail_s);
+    w.Key("piece_s"), w.Double(s.piece_s);
     w.EndObject();
   }
   w.EndArray();
@@ -136,6 +151,17 @@ RunResult parse_rank_share(const std::string& text, int rank) {
   r.wall_s = in.num(d, "wall_s");
   r.peak_rss_bytes = in.num(d, "peak_rss_bytes");
   r.threads = (int)in.i64(d, "threads");
+  {
+    const auto& c = in.at(d, "cpu");
+    r.cpu.user_s = in.num(c, "user_s");
+    r.cpu.system_s = in.num(c, "system_s");
+    r.cpu.core_s = in.num(c, "core_s");
+    r.cpu.cores = (int)in.i64(c, "cores");
+    r.cpu.affinity_cpus = (int)in.i64(c, "affinity_cpus");
+    r.cpu.startup_s = in.num(c, "startup_s");
+    r.cpu.startup_cpu_s = in.num(c, "startup_cpu_s");
+    r.cpu.startup_core_s = in.num(c, "startup_core_s");
+  }
   for (const auto& s : in.arr(d, "stages").GetArray()) {
     StageReport x;
     x.id = in.str(s, "id");
@@ -151,6 +177,10 @@ RunResult parse_rank_share(const std::string& text, int rank) {
     x.busy_s = in.num(s, "busy_s");
     x.wait_input_s = in.num(s, "wait_input_s");
     x.wait_output_s = in.num(s, "wait_output_s");
+    x.order_wait_s = in.num(s, "order_wait_s");
+    x.fork_s = in.num(s, "fork_s");
+    x.fork_tail_s = in.num(s, "fork_tail_s");
+    x.piece_s = in.num(s, "piece_s");
     x.utilization = r.wall_s > 0 && x.threads > 0 ? x.busy_s / (r.wall_s * x.threads) : 0;
     r.stages.push_back(x);
   }
@@ -185,7 +215,21 @@ RunResult combine_rank_shares(const std::vector<RunResult>& shares) {
   std::vector<double> capacity(r.stages.size(), 0.0);  // per stage: the sum of wall x threads
   r.wall_s = 0;
   r.peak_rss_bytes = 0;
-  for (auto& s : r.stages) s.items_in = s.items_out = s.skipped = s.invocations = 0, s.busy_s = s.wait_input_s = s.wait_output_s = 0;
+  for (auto& s : r.stages) {
+    s.items_in = s.items_out = s.skipped = s.invocations = 0, s.busy_s = s.wait_input_s = s.wait_output_s = 0;
+    s.order_wait_s = s.fork_s = s.fork_tail_s = s.piece_s = 0;
+  }
+  // CPU: every rank's CPU seconds over every rank's wall x cores; start-up likewise, and its
+  // wall the longest rank's (a rank whose data never reached its last stage adds none).
+  r.cpu = CpuUse{};
+  r.cpu.cores = shares[0].cpu.cores;
+  r.cpu.affinity_cpus = shares[0].cpu.affinity_cpus;
+  for (const auto& x : shares) {
+    r.cpu.user_s += x.cpu.user_s, r.cpu.system_s += x.cpu.system_s, r.cpu.core_s += x.cpu.core_s;
+    if (x.cpu.startup_s < 0) continue;
+    r.cpu.startup_s = std::max(r.cpu.startup_s, x.cpu.startup_s);
+    r.cpu.startup_cpu_s += x.cpu.startup_cpu_s, r.cpu.startup_core_s += x.cpu.startup_core_s;
+  }
   for (size_t k = 0; k < shares.size(); ++k) {
     const RunResult& x = shares[k];
     if (x.stages.size() != r.stages.size())
@@ -204,6 +248,7 @@ RunResult combine_rank_shares(const std::vector<RunResult>& shares) {
       if (a.threads != shares[0].stages[i].threads) r.threads_differ = true;
       s.items_in += a.items_in, s.items_out += a.items_out, s.skipped += a.skipped, s.invocations += a.invocations;
       s.busy_s += a.busy_s, s.wait_input_s += a.wait_input_s, s.wait_output_s += a.wait_output_s;
+      s.order_wait_s += a.order_wait_s, s.fork_s += a.fork_s, s.fork_tail_s += a.fork_tail_s, s.piece_s += a.piece_s;
       capacity[i] += x.wall_s * a.threads;
     }
   }

@@ -6,6 +6,9 @@
 //   items in / out, skipped, busy s, idle s, held s: summed over the ranks;
 //   threads: each rank's (rank 0's when they differ);
 //   busy %: the summed busy time / the sum over the ranks of wall x threads;
+//   order s summed; tail %: the summed fork-join tails / the summed fork-join time;
+//   CPU: every rank's user + system seconds / the sum over the ranks of wall x cores; its
+//     start-up the same over the ranks whose data reached the last stage (wall: the longest);
 //   wall: the longest rank's; peak RSS: the largest process's;
 //   the bottleneck sentence: from those sums (every rank's time added up);
 //   skipped items: the total, up to 20 examples taken in turn from each rank, each with its rank;

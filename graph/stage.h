@@ -37,6 +37,7 @@ struct Envelope {
   Type type = Type::Data;
   uint64_t seq = 0;  // contiguous per producer, used to restore order after parallel stages
   Position pos;
+  int64_t ready_ns = 0;  // when its producer handed it on (now_ns); the engine's order-wait figure
   std::vector<Item> items;
 };
 

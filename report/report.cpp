@@ -428,16 +428,22 @@ std::string stages_section(const RunFacts& f) {
          "time ÷ (wall time × threads), every rank's added up. The busiest stage is red.</p>";
   else
     o += "<p class=\"note\">Busy %: busy time ÷ (wall time × threads). The busiest stage is red.</p>";
+  if (f.cpu.core_s > 0)
+    o += "<p data-metric=\"cpu_use\">" +
+         html_escape(format_cpu_use(f.cpu, f.ranks, f.stages.empty() ? std::string() : f.stages.back().id)) + "</p>";
   o += "<details><summary>The stage table</summary><table class=\"data\"><tr><th>stage</th><th>type</th><th>threads</th>"
-       "<th>items in</th><th>items out</th><th>skipped</th><th>busy s</th><th>busy %</th><th>idle s</th><th>held s</th></tr>";
-  for (const auto& st : f.stages)
+       "<th>items in</th><th>items out</th><th>skipped</th><th>busy s</th><th>busy %</th><th>idle s</th><th>held s</th><th>order s</th><th>tail %</th></tr>";
+  for (size_t i = 0; i < f.stages.size(); ++i) {
+    const auto& st = f.stages[i];
     o += "<tr><td>" + html_escape(st.id) + "</td><td>" + html_escape(st.type) + "</td><td>" + std::to_string(st.threads) +
          "</td><td>" + std::to_string(st.items_in) + "</td><td>" + std::to_string(st.items_out) + "</td><td>" +
          std::to_string(st.skipped) + "</td><td>" + fmt("%.2f", st.busy_s) + "</td><td>" +
          fmt("%.0f%%", 100 * st.utilization) + "</td><td>" + fmt("%.2f", st.wait_input_s) + "</td><td>" +
-         fmt("%.2f", st.wait_output_s) + "</td></tr>";
-  return o + "</table><p class=\"note\">idle: its threads waited for input; held: the source was held back by "
-             "backpressure.</p></details>";
+         fmt("%.2f", st.wait_output_s) + "</td><td>" + (st.serial && i > 0 ? fmt("%.2f", st.order_wait_s) : "-") +
+         "</td><td>" + (st.fork_s > 0 ? fmt("%.0f%%", 100 * st.tail_share()) : "-") + "</td></tr>";
+  }
+  return o + "</table><p class=\"note\">idle: its threads waited for input; held: the source's next item waited for a "
+             "place in in_flight; " + html_escape(kWaitLegend) + ".</p></details>";
 }
 
 std::string skips_section(const RunFacts& f) {

@@ -23,6 +23,7 @@ void record_result(RunFacts& f, const RunResult& r) {
   f.bottleneck = r.bottleneck;
   f.stages = r.stages;
   f.ranks = r.ranks;
+  f.cpu = r.cpu;
   f.skips_total = r.skips_total;
   f.skip_groups = r.skip_groups;
   f.summaries = r.summaries;
@@ -69,6 +70,18 @@ std::string to_json(const RunFacts& f) {
     str("error", f.error);
     str("bottleneck", f.bottleneck);
     if (f.ranks > 1) w.Key("ranks"), w.Int(f.ranks);  // absent: one process
+    w.Key("cpu");
+    w.StartObject();
+    w.Key("use"), w.Double(f.cpu.use());  // for a reader of the file; recomputed from the sums when read
+    w.Key("user_s"), w.Double(f.cpu.user_s);
+    w.Key("system_s"), w.Double(f.cpu.system_s);
+    w.Key("core_s"), w.Double(f.cpu.core_s);
+    w.Key("cores"), w.Int(f.cpu.cores);
+    w.Key("affinity_cpus"), w.Int(f.cpu.affinity_cpus);
+    w.Key("startup_s"), w.Double(f.cpu.startup_s);
+    w.Key("startup_cpu_s"), w.Double(f.cpu.startup_cpu_s);
+    w.Key("startup_core_s"), w.Double(f.cpu.startup_core_s);
+    w.EndObject();
     w.Key("stages");
     w.StartArray();
     for (const auto& s : f.stages) {
@@ -84,6 +97,10 @@ std::string to_json(const RunFacts& f) {
       w.Key("utilization"), w.Double(s.utilization);
       w.Key("wait_input_s"), w.Double(s.wait_input_s);
       w.Key("wait_output_s"), w.Double(s.wait_output_s);
+      w.Key("order_wait_s"), w.Double(s.order_wait_s);
+      w.Key("fork_s"), w.Double(s.fork_s);
+      w.Key("fork_tail_s"), w.Double(s.fork_tail_s);
+      w.Key("piece_s"), w.Double(s.piece_s);
       w.EndObject();
     }
     w.EndArray();
@@ -151,6 +168,17 @@ RunFacts parse_run_facts(const std::string& text, const std::string& path) {
   f.error = str(d, "error");
   f.bottleneck = str(d, "bottleneck");
   f.ranks = std::max(1, (int)num(d, "ranks", 1));
+  if (d.HasMember("cpu") && d["cpu"].IsObject()) {
+    const auto& c = d["cpu"];
+    f.cpu.user_s = num(c, "user_s", 0);
+    f.cpu.system_s = num(c, "system_s", 0);
+    f.cpu.core_s = num(c, "core_s", 0);
+    f.cpu.cores = (int)num(c, "cores", 0);
+    f.cpu.affinity_cpus = (int)num(c, "affinity_cpus", 0);
+    f.cpu.startup_s = num(c, "startup_s", -1);
+    f.cpu.startup_cpu_s = num(c, "startup_cpu_s", 0);
+    f.cpu.startup_core_s = num(c, "startup_core_s", 0);
+  }
   if (d.HasMember("stages") && d["stages"].IsArray())
     for (const auto& s : d["stages"].GetArray()) {
       if (!s.IsObject()) continue;
@@ -166,6 +194,10 @@ RunFacts parse_run_facts(const std::string& text, const std::string& path) {
       r.utilization = num(s, "utilization", 0);
       r.wait_input_s = num(s, "wait_input_s", 0);
       r.wait_output_s = num(s, "wait_output_s", 0);
+      r.order_wait_s = num(s, "order_wait_s", 0);
+      r.fork_s = num(s, "fork_s", 0);
+      r.fork_tail_s = num(s, "fork_tail_s", 0);
+      r.piece_s = num(s, "piece_s", 0);
       f.stages.push_back(r);
     }
   if (d.HasMember("skip_groups") && d["skip_groups"].IsArray())

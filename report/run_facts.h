@@ -30,6 +30,7 @@ struct RunFacts {
   std::string error, bottleneck;
   // A data-parallel run's figures are every rank's added up (graph/run_totals.h): ranks > 1.
   int ranks = 1;
+  CpuUse cpu;  // cores 0: not recorded (a run.json written before the CPU figures were)
   std::vector<StageReport> stages;
   std::vector<SkipGroup> skip_groups;  // most frequent first; examples carry their rank when ranks > 1
   int64_t skips_total = 0;

@@ -23,6 +23,9 @@ RunResult random_rank(std::mt19937& rng, int rank) {
   r.wall_s = secs(rng) + 40;
   r.peak_rss_bytes = 1e8 * (1 + rank) + count(rng);
   r.threads = 2;
+  r.cpu.cores = 2, r.cpu.affinity_cpus = 2 + rank;
+  r.cpu.user_s = secs(rng), r.cpu.system_s = 0.1 * secs(rng), r.cpu.core_s = r.wall_s * r.cpu.cores;
+  r.cpu.startup_s = 0.01 * secs(rng), r.cpu.startup_cpu_s = 0.5 * r.cpu.startup_s, r.cpu.startup_core_s = 2 * r.cpu.startup_s;
   for (const char* id : kIds) {
     StageReport s;
     s.id = id, s.type = std::string(id) + "_type";
@@ -31,6 +34,8 @@ RunResult random_rank(std::mt19937& rng, int rank) {
     s.items_in = count(rng), s.items_out = count(rng), s.skipped = count(rng) % 7, s.invocations = count(rng);
     s.busy_s = secs(rng) * s.threads * 0.9, s.wait_input_s = secs(rng), s.wait_output_s = secs(rng);
     s.utilization = s.busy_s / (r.wall_s * s.threads);
+    s.order_wait_s = s.serial ? secs(rng) : 0;
+    if (!s.serial) s.fork_s = secs(rng), s.fork_tail_s = 0.3 * s.fork_s, s.piece_s = 1.5 * s.fork_s;
     r.stages.push_back(s);
   }
   const int n = 3 + rank * 20;  // rank 1 skips more than the 20 listed
@@ -70,7 +75,19 @@ TEST(RunTotals, AShareReadsBackAsItWasWritten) {
     EXPECT_EQ(b.stages[i].busy_s, a.stages[i].busy_s) << "doubles travel exactly";
     EXPECT_EQ(b.stages[i].wait_input_s, a.stages[i].wait_input_s);
     EXPECT_EQ(b.stages[i].wait_output_s, a.stages[i].wait_output_s);
+    EXPECT_EQ(b.stages[i].order_wait_s, a.stages[i].order_wait_s);
+    EXPECT_EQ(b.stages[i].fork_s, a.stages[i].fork_s);
+    EXPECT_EQ(b.stages[i].fork_tail_s, a.stages[i].fork_tail_s);
+    EXPECT_EQ(b.stages[i].piece_s, a.stages[i].piece_s);
   }
+  EXPECT_EQ(b.cpu.user_s, a.cpu.user_s);
+  EXPECT_EQ(b.cpu.system_s, a.cpu.system_s);
+  EXPECT_EQ(b.cpu.core_s, a.cpu.core_s);
+  EXPECT_EQ(b.cpu.cores, a.cpu.cores);
+  EXPECT_EQ(b.cpu.affinity_cpus, a.cpu.affinity_cpus);
+  EXPECT_EQ(b.cpu.startup_s, a.cpu.startup_s);
+  EXPECT_EQ(b.cpu.startup_cpu_s, a.cpu.startup_cpu_s);
+  EXPECT_EQ(b.cpu.startup_core_s, a.cpu.startup_core_s);
   EXPECT_EQ(b.skips_total, a.skips_total);
   ASSERT_EQ(b.skips.size(), 20u) << "the first 20 travel, as many as the summary lists";
   for (size_t i = 0; i < b.skips.size(); ++i) {
@@ -116,11 +133,19 @@ TEST(RunTotals, ThreeRanksAddUpColumnByColumn) {
   for (size_t i = 0; i < 5; ++i) {
     SCOPED_TRACE(kIds[i]);
     int64_t in = 0, out = 0, skipped = 0;
-    double busy = 0, idle = 0, held = 0, capacity = 0;
+    double busy = 0, idle = 0, held = 0, capacity = 0, order = 0, fork = 0, tail = 0, piece = 0;
     for (const auto& x : ranks) {
       const StageReport& s = x.stages[i];
       in += s.items_in, out += s.items_out, skipped += s.skipped, busy += s.busy_s, idle += s.wait_input_s;
       held += s.wait_output_s, capacity += x.wall_s * s.threads;
+      order += s.order_wait_s, fork += s.fork_s, tail += s.fork_tail_s, piece += s.piece_s;
+    }
+    EXPECT_DOUBLE_EQ(r.stages[i].order_wait_s, order);
+    EXPECT_DOUBLE_EQ(r.stages[i].fork_s, fork);
+    EXPECT_DOUBLE_EQ(r.stages[i].fork_tail_s, tail);
+    EXPECT_DOUBLE_EQ(r.stages[i].piece_s, piece);
+    if (fork > 0) {
+      EXPECT_DOUBLE_EQ(r.stages[i].tail_share(), tail / fork);
     }
     EXPECT_EQ(r.stages[i].items_in, in);
     EXPECT_EQ(r.stages[i].items_out, out);
@@ -170,6 +195,39 @@ TEST(RunTotals, ThreeRanksAddUpColumnByColumn) {
   EXPECT_NE(text.find("  ... and 49 more\n"), std::string::npos) << text;
 }
 
+// CPU use over two ranks of different walls and loads: every rank's CPU seconds over every rank's
+// wall x cores, not the mean of the two percentages (which would weigh the short rank as much).
+TEST(RunTotals, TwoRanksCpuUseIsTheirCpuSecondsOverTheirWallTimesCores) {
+  std::mt19937 rng(3);
+  std::vector<RunResult> ranks{random_rank(rng, 0), random_rank(rng, 1)};
+  ranks[0].wall_s = 10, ranks[0].cpu.cores = 2, ranks[0].cpu.core_s = 20, ranks[0].cpu.user_s = 15, ranks[0].cpu.system_s = 3;
+  ranks[0].cpu.startup_s = 1, ranks[0].cpu.startup_core_s = 2, ranks[0].cpu.startup_cpu_s = 0.5;
+  ranks[1].wall_s = 40, ranks[1].cpu.cores = 2, ranks[1].cpu.core_s = 80, ranks[1].cpu.user_s = 16, ranks[1].cpu.system_s = 4;
+  ranks[1].cpu.startup_s = 3, ranks[1].cpu.startup_core_s = 6, ranks[1].cpu.startup_cpu_s = 1.5;
+  const RunResult r = combine_rank_shares({ranks[0], parse_rank_share(rank_share_json(ranks[1]), 1)});
+  EXPECT_DOUBLE_EQ(r.cpu.user_s, 31);
+  EXPECT_DOUBLE_EQ(r.cpu.system_s, 7);
+  EXPECT_DOUBLE_EQ(r.cpu.core_s, 100);
+  EXPECT_DOUBLE_EQ(r.cpu.use(), 0.38) << "(18 + 20) / (20 + 80); the mean of 90% and 25% would say 57.5%";
+  EXPECT_EQ(r.cpu.cores, 2);
+  EXPECT_DOUBLE_EQ(r.cpu.startup_s, 3) << "the longest rank's";
+  EXPECT_DOUBLE_EQ(r.cpu.startup_use(), 2.0 / 8);
+  EXPECT_DOUBLE_EQ(r.cpu.steady_use(), (38 - 2.0) / (100 - 8));
+  // A rank whose data never reached its last stage adds to the whole, not to the start-up.
+  ranks[1].cpu.startup_s = -1, ranks[1].cpu.startup_core_s = ranks[1].cpu.startup_cpu_s = 0;
+  const RunResult q = combine_rank_shares(ranks);
+  EXPECT_DOUBLE_EQ(q.cpu.startup_s, 1);
+  EXPECT_DOUBLE_EQ(q.cpu.startup_use(), 0.25);
+  EXPECT_DOUBLE_EQ(q.cpu.use(), 0.38);
+  const std::string text = format_report(r);
+  EXPECT_NE(text.find("  CPU over 2 ranks: 31.00 s user + 7.00 s system = 38% of their wall x cores (2 cores each"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("start-up (until the first item reached 'train': 3.00 s, the longest rank's) 25%, then 39%"),
+            std::string::npos)
+      << text;
+}
+
 TEST(RunTotals, RanksThatRanOtherStagesAreAnError) {
   std::mt19937 rng(2);
   std::vector<RunResult> shares{random_rank(rng, 0), random_rank(rng, 1)};
@@ -188,27 +246,39 @@ TEST(RunTotals, OneProcessIsLeftAsItWas) {
   EXPECT_EQ(format_report(r), before);
 }
 
-// The one-process summary, byte for byte as it was before the ranks were added up (the README's
-// main-job block and the tests that read the table depend on it).
+// The one-process summary, byte for byte (the README's main-job block, the tests and scripts that
+// read the table depend on it: the first columns keep their places, the legend opens with "  (").
 TEST(RunTotals, TheOneProcessSummaryTextIsUnchanged) {
   RunResult r;
   r.wall_s = 36.28, r.peak_rss_bytes = 223.0 * 1048576;
   StageReport a;
   a.id = "scan", a.type = "scan_dataset", a.threads = 1, a.items_in = 720, a.items_out = 720, a.wait_output_s = 35.8;
+  a.serial = true;
   StageReport b;
   b.id = "crop", b.type = "crop_polyline", b.threads = 2, b.items_in = 41970, b.items_out = 40039, b.skipped = 1931;
-  b.busy_s = 0.92, b.utilization = 0.0127, b.wait_input_s = 71.64;
-  r.stages = {a, b};
+  b.busy_s = 0.92, b.utilization = 0.0127, b.wait_input_s = 71.64, b.fork_s = 0.8, b.fork_tail_s = 0.2;
+  StageReport c;
+  c.id = "train", c.type = "train_step", c.threads = 1, c.serial = true, c.items_in = 11, c.busy_s = 36.1;
+  c.utilization = 0.99, c.wait_input_s = 0.18, c.order_wait_s = 1.25;
+  r.stages = {a, b, c};
+  r.threads = 2;
+  r.cpu.user_s = 60.5, r.cpu.system_s = 2.25, r.cpu.cores = 2, r.cpu.affinity_cpus = 2, r.cpu.core_s = 2 * 36.28;
+  r.cpu.startup_s = 1.5, r.cpu.startup_cpu_s = 0.75, r.cpu.startup_core_s = 3;
   r.bottleneck = "'train' (the sink) is busy 100% of the run.";
   for (int i = 0; i < 22; ++i) r.skips.push_back({"crop", "scene_0009 line " + std::to_string(i), "4 points"});
   r.skips_total = 22;
   std::string want =
       "\nWhere the time went (wall 36.28 s, peak RSS of the process 223 MiB)\n"
-      "  stage        type             threads  items in items out  skipped   busy s  busy %     idle s     held s\n"
-      "  scan         scan_dataset           1       720       720        0     0.00      0%       0.00      35.80\n"
-      "  crop         crop_polyline          2     41970     40039     1931     0.92      1%      71.64       0.00\n"
-      "  (busy %: busy time / (wall x threads); idle: its threads waited for input; held: the source was\n"
-      "   held back by backpressure)\n"
+      "  stage        type             threads  items in items out  skipped   busy s  busy %     idle s     held s  order s tail %\n"
+      "  scan         scan_dataset           1       720       720        0     0.00      0%       0.00      35.80        -      -\n"
+      "  crop         crop_polyline          2     41970     40039     1931     0.92      1%      71.64       0.00        -    25%\n"
+      "  train        train_step             1        11         0        0    36.10     99%       0.18       0.00     1.25      -\n"
+      "  (busy %: busy time / (wall x threads); idle: its threads waited for input; held: the source's next\n"
+      "   item waited for a place in in_flight; order s: envelopes ready before a serial stage but held until\n"
+      "   an earlier one arrived, summed over envelopes; tail %: the share of a parallel stage's fork-join\n"
+      "   time after the last of its pieces was handed to a thread (threads that came free had none left))\n"
+      "  CPU: 60.50 s user + 2.25 s system = 86% of 2 cores over the wall (the fewer of the run's threads and the 2 CPUs in the "
+      "affinity mask); start-up (until the first item reached 'train': 1.50 s) 25%, then 89%\n"
       "  Bottleneck: 'train' (the sink) is busy 100% of the run.\n"
       "\nSkipped 22 item(s):\n";
   for (int i = 0; i < 20; ++i) want += "  [crop] scene_0009 line " + std::to_string(i) + ": 4 points\n";
