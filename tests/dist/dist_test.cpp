@@ -456,6 +456,8 @@ TEST_F(Dist, TheEndOfRunSummaryAddsUpEveryRanksFiguresToOneProcesss) {
   EXPECT_GT(one.at("crop")[2], 0) << "pieces far from the sensor are skipped";
   EXPECT_EQ(one.at("batch")[0], one.at("crop")[1]);
   EXPECT_NE(rb.err.find("Where the time went, over 2 ranks (wall "), std::string::npos) << rb.err;
+  EXPECT_NE(rb.err.find("\n  CPU over 2 ranks: "), std::string::npos) << rb.err;
+  EXPECT_NE(ra.err.find("\n  CPU: "), std::string::npos) << ra.err;
   EXPECT_NE(rb.err.find("summed over the 2 ranks"), std::string::npos) << rb.err;
   const std::string skipped = "Skipped " + std::to_string(one.at("crop")[2]) + " item(s)";
   EXPECT_NE(ra.err.find(skipped + ":\n"), std::string::npos) << ra.err;
