@@ -30,6 +30,7 @@
 #include "formats/maps/projection.h"
 #include "formats/maps/vector_map.h"
 #include "refine/map_error.h"
+#include "refine/review.h"
 
 namespace sl {
 namespace {
@@ -100,6 +101,7 @@ struct InspectArgs {
 // map-error and perturb-map: a map against its true twin, and a perturbed copy of a map.
 struct MapToolArgs {
   std::string truth, map, out, tiles, tiles_format;
+  std::string refined, review, pending = "reject";  // apply-review
   std::vector<std::string> categories;
   ProjectionSpec projection;
   std::vector<double> map_origin;
@@ -120,6 +122,7 @@ struct Commands {
   CLI::App* report = nullptr;
   CLI::App* map_error = nullptr;
   CLI::App* perturb_map = nullptr;
+  CLI::App* apply_review = nullptr;
   std::string run_dir;
   GenArgs g;
   InspectArgs i;
@@ -386,6 +389,29 @@ int cmd_perturb_map(const MapToolArgs& a) {
   return kOk;
 }
 
+// apply-review: the refined map's moves kept on the lines the map maker accepted in the review layer
+// (refine/review.h), written into the map as given.
+int cmd_apply_review(const MapToolArgs& a) {
+  auto ext = [](const std::string& p) {
+    std::string e = fs::path(p).extension().string();
+    for (auto& ch : e) ch = char(std::tolower((unsigned char)ch));
+    return e;
+  };
+  if (ext(a.out) != ext(a.map)) fail(a.out, "the map is written in its own format: name it with the extension of " + a.map);
+  remove_stale_temp_files(fs::path(a.out).parent_path().string());  // a killed apply-review's
+  const VectorMap given = read_vector_map(a.map, a.read_options());
+  const VectorMap refined = read_vector_map(a.refined, a.read_options());
+  const PendingAs pending = a.pending == "accept" ? PendingAs::Accepted : PendingAs::Rejected;
+  ApplyReviewReport r;
+  const std::vector<Vec3d> d = reviewed_moves(given, refined, a.review, pending, &r);
+  const MapWriteReport w = write_vector_map(a.out, given, d);
+  std::cerr << "applied the review " << a.review << " to " << a.map << " (refined: " << a.refined << ") -> " << a.out
+            << " (" << w.moved_vertices << " vertices written moved; pending lines "
+            << (pending == PendingAs::Accepted ? "accepted" : "rejected") << ")\n"
+            << to_text(r);
+  return kOk;
+}
+
 }  // namespace
 
 void prepare_process(int argc, char** argv) {
@@ -488,6 +514,19 @@ void add_commands(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   map_options(c.perturb_map);
 
+  c.apply_review = app.add_subcommand(
+      "apply-review",
+      "write the map with the refined map's moves kept only on the lines accepted in its review layer "
+      "(infer --map's .review.geojson, \"streamline:review\" set to accepted or rejected in JOSM or QGIS)");
+  c.apply_review->add_option("--map", m.map, "the map as given to infer --map")->required();
+  c.apply_review->add_option("--refined", m.refined, "the map infer --map wrote")->required();
+  c.apply_review->add_option("--review", m.review, "the review layer, as the map maker left it")->required();
+  c.apply_review->add_option("--out", m.out, "the reviewed map, in the map's format")->required();
+  c.apply_review->add_option("--pending", m.pending,
+                             "lines still pending: reject (keep them as given, the default) or accept (take their moves)")
+      ->check(CLI::IsMember({"reject", "accept"}));
+  map_options(c.apply_review);
+
   c.report = app.add_subcommand("report", "write RUN_DIR/report.html: curves, stage time, skipped items, before/after pictures");
   c.report->add_option("run_dir", c.run_dir, "a training run's folder (train_step's checkpoint.dir)")->required();
 }
@@ -500,6 +539,7 @@ int run_commands(CLI::App&) {
     if (c.report && *c.report) return cmd_report(c.run_dir);
     if (c.map_error && *c.map_error) return cmd_map_error(c.m);
     if (c.perturb_map && *c.perturb_map) return cmd_perturb_map(c.m);
+    if (c.apply_review && *c.apply_review) return cmd_apply_review(c.m);
   } catch (const Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kFailure;

@@ -1,10 +1,19 @@
 #include "refine/review.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
+#include <map>
+#include <tuple>
+
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+
+#include "graph/atomic_file.h"
 #include "graph/error.h"
+#include "graph/json_depth.h"
 
 namespace sl {
 
@@ -117,6 +126,149 @@ std::string review_geojson(const VectorMap& map, const std::vector<Vec3d>& d, co
   }
   o += "\n ]}\n";
   if (counts) *counts = c;
+  return o;
+}
+
+namespace {
+
+// A feature property that names a number: a JSON integer, or a string of one (JOSM keeps tags as text).
+bool integer_property(const rapidjson::Value& props, const char* key, int64_t* out) {
+  const auto it = props.FindMember(key);
+  if (it == props.MemberEnd() || it->value.IsNull()) return false;
+  const rapidjson::Value& v = it->value;
+  if (v.IsInt64()) {
+    *out = v.GetInt64();
+    return true;
+  }
+  if (v.IsDouble() && std::floor(v.GetDouble()) == v.GetDouble() && std::fabs(v.GetDouble()) < 9e15) {
+    *out = int64_t(v.GetDouble());
+    return true;
+  }
+  if (v.IsString()) {
+    const std::string t = v.GetString();
+    size_t used = 0;
+    try {
+      *out = std::stoll(t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (!t.empty() && used == t.size()) return true;
+  }
+  throw Error(std::string("\"") + key + "\" is not an integer");
+}
+
+std::string lower(std::string t) {
+  for (auto& c : t) c = char(std::tolower((unsigned char)c));
+  return t;
+}
+
+constexpr uint8_t kPending = 1, kAccepted = 2, kRejected = 4;  // a line's decision, as bits
+
+}  // namespace
+
+std::vector<Vec3d> reviewed_moves(const VectorMap& given, const VectorMap& refined, const std::string& layer_path,
+                                  PendingAs pending, ApplyReviewReport* report) {
+  // The same map: vertex for vertex (ids) and line for line (ids, vertices).
+  const std::string both = given.path + " and " + refined.path;
+  if (given.format != refined.format) throw Error(both + " are maps of different formats");
+  if (given.vertices.size() != refined.vertices.size() || given.lines.size() != refined.lines.size())
+    throw Error(both + " are not the same map (" + std::to_string(given.vertices.size()) + " and " +
+                std::to_string(refined.vertices.size()) + " vertices, " + std::to_string(given.lines.size()) + " and " +
+                std::to_string(refined.lines.size()) + " lines): apply a review to the map infer refined and to its output");
+  for (size_t v = 0; v < given.vertices.size(); ++v)
+    if (given.vertices[v].id != refined.vertices[v].id)
+      throw Error(both + " are not the same map: vertex " + std::to_string(v) + " is node " +
+                  std::to_string(given.vertices[v].id) + " in one and " + std::to_string(refined.vertices[v].id) + " in the other");
+  std::map<std::tuple<int64_t, int64_t, int64_t>, size_t> line_of;
+  for (size_t l = 0; l < given.lines.size(); ++l) {
+    const MapLine& a = given.lines[l];
+    const MapLine& b = refined.lines[l];
+    if (a.id != b.id || a.member != b.member || a.part != b.part || a.vertex != b.vertex)
+      throw Error(both + " are not the same map: their line " + std::to_string(l) + " differs (" + given.label(l) +
+                  " and " + refined.label(l) + ")");
+    line_of[{a.id, a.member, a.part}] = l;
+  }
+
+  const std::string text = read_file(layer_path);
+  check_json_depth(text, layer_path);
+  rapidjson::Document doc;
+  doc.Parse(text.c_str(), text.size());
+  if (doc.HasParseError())
+    fail(layer_path, std::string("not JSON: ") + rapidjson::GetParseError_En(doc.GetParseError()) + " at byte " +
+                         std::to_string(doc.GetErrorOffset()));
+  if (!doc.IsObject() || !doc.HasMember("features") || !doc["features"].IsArray())
+    fail(layer_path, "not a GeoJSON FeatureCollection (no \"features\" array): a review layer infer --map wrote?");
+
+  ApplyReviewReport r;
+  std::vector<uint8_t> seen(given.vertices.size(), 0);  // per vertex: the decisions of the lines through it
+  const auto& features = doc["features"];
+  for (rapidjson::SizeType f = 0; f < features.Size(); ++f) {
+    const rapidjson::Value& feat = features[f];
+    const std::string where = layer_path + ": feature " + std::to_string(f);
+    if (!feat.IsObject()) fail(where, "not an object");
+    const auto props_it = feat.FindMember("properties");
+    if (props_it == feat.MemberEnd() || !props_it->value.IsObject()) continue;  // not one of ours
+    const rapidjson::Value& props = props_it->value;
+    const auto state = props.FindMember("streamline:state");
+    if (state == props.MemberEnd() || !state->value.IsString() || std::string(state->value.GetString()) != "refined")
+      continue;  // the given line, a flagged point, or a feature the map maker added
+    int64_t id = 0, member = -1, part = 0;
+    try {
+      if (!integer_property(props, "id", &id)) fail(where, "a refined line without its \"id\"");
+      integer_property(props, "member", &member);
+      integer_property(props, "part", &part);
+    } catch (const Error& e) {
+      fail(where, e.what());
+    }
+    const auto line = line_of.find({id, member, part});
+    if (line == line_of.end())
+      fail(where, "line id " + std::to_string(id) + (member >= 0 ? " member " + std::to_string(member) : std::string()) +
+                      " part " + std::to_string(part) + " is not in " + given.path + " (a layer of another map?)");
+    std::string value = "pending";
+    const auto rev = props.FindMember("streamline:review");
+    if (rev != props.MemberEnd() && !rev->value.IsNull()) {
+      if (!rev->value.IsString()) fail(where, "\"streamline:review\" is not text");
+      value = lower(rev->value.GetString());
+    }
+    uint8_t d = kPending;
+    if (value == "accepted" || value == "accept" || value == "yes") d = kAccepted, r.accepted_lines++;
+    else if (value == "rejected" || value == "reject" || value == "no") d = kRejected, r.rejected_lines++;
+    else if (value == "pending" || value.empty()) r.pending_lines++;
+    else
+      fail(where, "\"streamline:review\" is \"" + value + "\" for " + given.label(line->second) +
+                      "; set it to accepted, rejected or pending");
+    for (uint32_t v : given.lines[line->second].vertex) seen[v] |= uint8_t(d);
+  }
+  std::vector<Vec3d> d(given.vertices.size(), Vec3d{0, 0, 0});
+  for (size_t v = 0; v < d.size(); ++v) {
+    const Vec3d& a = given.vertices[v].world;
+    const Vec3d& b = refined.vertices[v].world;
+    const Vec3d m{b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+    if (m[0] == 0 && m[1] == 0 && m[2] == 0) continue;
+    const bool accepted = seen[v] & kAccepted, rejected = seen[v] & kRejected;
+    r.unreviewed += seen[v] == 0;
+    r.conflicts += accepted && rejected;
+    const bool keep = !rejected && (accepted || pending == PendingAs::Accepted);
+    if (keep) {
+      d[v] = m;
+      r.kept_vertices++;
+    } else {
+      r.reverted_vertices++;
+    }
+  }
+  if (report) *report = r;
+  return d;
+}
+
+std::string to_text(const ApplyReviewReport& r) {
+  std::string o = "  refined lines in the layer: " + std::to_string(r.accepted_lines) + " accepted, " +
+                  std::to_string(r.rejected_lines) + " rejected, " + std::to_string(r.pending_lines) + " pending\n";
+  o += "  moved vertices: " + std::to_string(r.kept_vertices) + " kept, " + std::to_string(r.reverted_vertices) +
+       " put back as given";
+  if (r.conflicts > 0) o += " (" + std::to_string(r.conflicts) + " on an accepted and a rejected line: put back)";
+  o += "\n";
+  if (r.unreviewed > 0)
+    o += "  " + std::to_string(r.unreviewed) + " moved vertex(es) on no line of the layer: applied as the pending ones\n";
   return o;
 }
 

@@ -10,6 +10,11 @@
 // Coordinates: WGS 84 longitude, latitude, height (RFC 7946) where the map's world frame is a
 // projection; otherwise the map's own local frame in metres, said in the collection's
 // "streamline:frame" member (JOSM cannot place such a layer; QGIS opens it without a CRS).
+//
+// Applied back (`streamline apply-review`): the map maker sets "streamline:review" on the refined
+// features to "accepted" or "rejected" (JOSM's tag editor, QGIS's attribute table) and the refined
+// map's moves are kept only on the accepted lines -- written into the map as given, its bytes
+// untouched outside those vertices' numbers, as infer writes.
 #pragma once
 #include <array>
 #include <string>
@@ -29,5 +34,29 @@ struct ReviewCounts {
 std::string review_geojson(const VectorMap& map, const std::vector<Vec3d>& d, const std::vector<VertexFate>& fates,
                            const GateTally& tally, const std::vector<std::string>& categories, const GateOptions& gate,
                            const std::string& provenance, ReviewCounts* counts = nullptr);
+
+// How the refined lines still "pending" (or with no decision) are applied.
+enum class PendingAs { Rejected, Accepted };
+
+struct ApplyReviewReport {
+  int64_t accepted_lines = 0, rejected_lines = 0, pending_lines = 0;  // refined features, by their decision
+  int64_t kept_vertices = 0;      // moved vertices whose move is kept
+  int64_t reverted_vertices = 0;  // moved vertices put back as given
+  int64_t conflicts = 0;          // of those, vertices on an accepted and a rejected line (a shared node: put back)
+  int64_t unreviewed = 0;         // moved vertices on no refined feature of the layer (applied as pending)
+};
+
+// The moves to write into `given` (one per vertex, world metres): the refined map's own moves
+// (refined - given; the two maps must be the same map, vertex for vertex and line for line), kept on
+// a vertex when a line through it was accepted and none rejected (a node shared by an accepted and a
+// rejected line stays as given), and on one whose lines are all pending as `pending` says. The layer is read from `layer_path`; its refined features are matched to the
+// map's lines by their "id", "member" and "part" (numbers, or the strings JOSM writes them as), the
+// geometry is not read (edit a line's shape in the map itself). Throws sl::Error naming the file and
+// the feature for: not JSON or not a FeatureCollection, a "streamline:review" other than accepted /
+// rejected / pending, a line the map does not have; and naming both maps when they differ.
+std::vector<Vec3d> reviewed_moves(const VectorMap& given, const VectorMap& refined, const std::string& layer_path,
+                                  PendingAs pending, ApplyReviewReport* report = nullptr);
+
+std::string to_text(const ApplyReviewReport& r);
 
 }  // namespace sl

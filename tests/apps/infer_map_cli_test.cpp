@@ -1,10 +1,16 @@
-// `infer --map` on the command line: its refusals. (The README's and docs/data.md's map commands
+// `infer --map` on the command line: its refusals, the gate and the review layer, and apply-review. (The README's and docs/data.md's map commands
 // run in DocsCommands.*, tests/docs/docs_test.cpp; what a refinement moves: tests/refine.)
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include "graph/atomic_file.h"
+#include "formats/maps/vector_map.h"
 #include "tests/apps/cli_util.h"
 #include "tests/train/constant_model.h"
 
@@ -112,6 +118,91 @@ TEST(CliMap, InferGatesEachMoveByItsCalibratedSigmaAndWritesAReviewLayer) {
   EXPECT_NE(bad.err.find(dir.path("bad.json") + ": not a streamline calibration"), std::string::npos) << bad.err;
   EXPECT_FALSE(fs::exists(dir.path("r6.osm")));
   EXPECT_FALSE(fs::exists(dir.path("r6.review.geojson")));
+}
+
+// The review layer applied back: the map maker accepts one refined line (its id turned into text, as
+// JOSM keeps tags) and rejects another; apply-review keeps the refined moves on the accepted line only
+// and writes every other vertex as given. Every line pending: rejected (the default) gives the map back
+// byte for byte, accepted gives the refined map byte for byte. A decision it does not know, or a line
+// the map does not have, is refused by name with nothing written.
+TEST(CliMap, ApplyReviewKeepsTheMovesOfTheAcceptedLinesOnly) {
+  test::TempDir dir;
+  const std::string data = dir.path("d");
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(data) + " --format las --map lanelet2 --train 0 --val 1").code, 0);
+  const std::string ckpt = dir.path("c.safetensors");
+  test::write_constant_checkpoint(ckpt, {0, 0.25f, 0.125f});
+  const std::string given = data + "/map.osm", refined = dir.path("r.osm"), layer = dir.path("r.review.geojson");
+  auto inf = run_cli(dir, "infer --checkpoint " + q(ckpt) + " --cloud " + q(data + "/val/scene_0000.las") + " --map " +
+                              q(given) + " --passes 1 --no-gate --out " + q(refined));
+  ASSERT_EQ(inf.code, 0) << inf.err;
+  ASSERT_TRUE(fs::exists(layer));
+  const std::string apply = "apply-review --map " + q(given) + " --refined " + q(refined) + " --review ";
+
+  // Untouched layer: every line pending.
+  auto none = run_cli(dir, apply + q(layer) + " --out " + q(dir.path("none.osm")));
+  ASSERT_EQ(none.code, 0) << none.err;
+  EXPECT_EQ(read_file(dir.path("none.osm")), read_file(given));
+  auto all = run_cli(dir, apply + q(layer) + " --pending accept --out " + q(dir.path("all.osm")));
+  ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_EQ(read_file(dir.path("all.osm")), read_file(refined));
+
+  // One line accepted, one rejected.
+  rapidjson::Document doc;
+  const std::string text = read_file(layer);
+  doc.Parse(text.c_str(), text.size());
+  ASSERT_FALSE(doc.HasParseError());
+  std::vector<rapidjson::Value*> lines;
+  for (auto& f : doc["features"].GetArray())
+    if (std::string(f["properties"]["streamline:state"].GetString()) == "refined") lines.push_back(&f["properties"]);
+  ASSERT_GE(lines.size(), 3u) << "the test needs three refined lines";
+  auto& al = doc.GetAllocator();
+  const int64_t accepted_id = (*lines[0])["id"].GetInt64(), rejected_id = (*lines[1])["id"].GetInt64();
+  (*lines[0])["streamline:review"].SetString("accepted", al);
+  (*lines[0])["id"].SetString(std::to_string(accepted_id).c_str(), al);
+  (*lines[1])["streamline:review"].SetString("rejected", al);
+  auto write_layer = [&](const std::string& path) {
+    rapidjson::StringBuffer sb;
+    rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+    doc.Accept(w);
+    write_file_atomic(path, sb.GetString());
+  };
+  write_layer(dir.path("edited.geojson"));
+  auto one = run_cli(dir, apply + q(dir.path("edited.geojson")) + " --out " + q(dir.path("one.osm")));
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.err.find("1 accepted, 1 rejected, " + std::to_string(lines.size() - 2) + " pending"), std::string::npos) << one.err;
+  const VectorMap g = read_vector_map(given), r = read_vector_map(refined), o = read_vector_map(dir.path("one.osm"));
+  std::set<uint32_t> on_accepted, on_rejected;
+  for (const auto& l : g.lines) {
+    if (l.id == accepted_id) on_accepted.insert(l.vertex.begin(), l.vertex.end());
+    if (l.id == rejected_id) on_rejected.insert(l.vertex.begin(), l.vertex.end());
+  }
+  ASSERT_EQ(o.vertices.size(), g.vertices.size());
+  int64_t kept = 0;
+  for (uint32_t v = 0; v < g.vertices.size(); ++v) {
+    const bool keep = on_accepted.count(v) && !on_rejected.count(v);
+    const Vec3d& want = keep ? r.vertices[v].world : g.vertices[v].world;
+    kept += keep && r.vertices[v].world != g.vertices[v].world;
+    for (int c = 0; c < 3; ++c) EXPECT_NEAR(o.vertices[v].world[c], want[c], 1e-6) << "vertex " << v;
+  }
+  EXPECT_GT(kept, 0) << "the accepted line moved";
+
+  // Refusals: an unknown decision, a line of another map; nothing written.
+  (*lines[2])["streamline:review"].SetString("maybe", al);
+  write_layer(dir.path("maybe.geojson"));
+  auto maybe = run_cli(dir, apply + q(dir.path("maybe.geojson")) + " --out " + q(dir.path("x.osm")));
+  EXPECT_EQ(maybe.code, 1);
+  EXPECT_NE(maybe.err.find(dir.path("maybe.geojson") + ": feature "), std::string::npos) << maybe.err;
+  EXPECT_NE(maybe.err.find("\"streamline:review\" is \"maybe\""), std::string::npos) << maybe.err;
+  (*lines[2])["streamline:review"].SetString("pending", al);
+  (*lines[2])["id"].SetInt64(987654321);
+  write_layer(dir.path("other.geojson"));
+  auto other = run_cli(dir, apply + q(dir.path("other.geojson")) + " --out " + q(dir.path("x.osm")));
+  EXPECT_EQ(other.code, 1);
+  EXPECT_NE(other.err.find("line id 987654321 part 0 is not in " + given), std::string::npos) << other.err;
+  auto not_json = run_cli(dir, apply + q(given) + " --out " + q(dir.path("x.osm")));
+  EXPECT_EQ(not_json.code, 1);
+  EXPECT_NE(not_json.err.find(given + ": not JSON"), std::string::npos) << not_json.err;
+  EXPECT_FALSE(fs::exists(dir.path("x.osm")));
 }
 
 }  // namespace
