@@ -49,6 +49,7 @@
 #include "refine/map_check.h"
 #include "refine/confidence.h"
 #include "refine/review.h"
+#include "refine/review_page.h"
 #include "refine/passes.h"
 #include "refine/refine_map_tiles.h"
 #include "graph/comm.h"
@@ -334,7 +335,7 @@ Calibration calibration_for(const std::string& checkpoint, const InferMapArgs& a
 // The review layer beside the refined map and the gate's counts, on stderr.
 void finish_review(const SharedMap& map, const std::vector<Vec3d>& d, const GateTally& tally, const InferMapArgs& a,
                    const std::vector<std::string>& categories, const std::string& out, const std::string& checkpoint,
-                   const TrainedModel& model) {
+                   const TrainedModel& model, const ReviewPointsIn& points) {
   namespace fs = std::filesystem;
   const std::vector<VertexFate> fates =
       tally.passes() > 0 ? tally.fates(d) : std::vector<VertexFate>(map.map.vertices.size(), VertexFate::Untouched);
@@ -346,12 +347,22 @@ void finish_review(const SharedMap& map, const std::vector<Vec3d>& d, const Gate
   const std::string review =
       !a.review.empty() ? a.review : (o.parent_path() / (o.stem().string() + ".review.geojson")).string();
   ReviewCounts rc;
-  const std::string text =
-      review_geojson(map.map, d, f, tally, categories, a.gate, "streamline infer --map " + a.map + " --checkpoint " + checkpoint + "; the model: " + model.provenance(), &rc);
+  const std::string made_by =
+      "streamline infer --map " + a.map + " --checkpoint " + checkpoint + "; the model: " + model.provenance();
+  const std::string text = review_geojson(map.map, d, f, tally, categories, a.gate, made_by, &rc);
   write_file_atomic(review, text);
   if (tally.passes() > 0) std::cerr << to_text(count_fates(map.map, f, categories));
+  // The one page beside it: the counts, where the changes are, the largest and least certain ones over their points.
+  fs::path page = fs::path(review).replace_extension(".html");
+  if (page == fs::path(review)) page += ".html";
+  ReviewPageInput in;
+  in.map = &map.map, in.d = &d, in.fates = &f, in.tally = &tally, in.categories = categories, in.gate = a.gate;
+  in.provenance = made_by;
+  in.layer = fs::path(review).filename().string();
+  in.points = points;
+  write_file_atomic(page.string(), review_html(in));
   std::cerr << "  review layer: " << review << " (" << rc.lines << " changed or flagged line(s), " << rc.flagged_vertices
-            << " flagged vertex(es); open it beside the map in JOSM or QGIS)\n";
+            << " flagged vertex(es); open it beside the map in JOSM or QGIS); its page: " << page.string() << "\n";
 }
 
 // "; chosen by: <why>" when the reader said why it chose the map's frame.
@@ -459,7 +470,7 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
             << rep.peak_bytes / 1048576 << " MB of tiles decoded at once\n";
   print_map_report(*map, rep.map, passes, a.passes);
   std::cerr << "  confidence: " << cal_why << "\n";
-  finish_review(*map, d, tally, a, o.map.categories, out, checkpoint, *model);
+  finish_review(*map, d, tally, a, o.map.categories, out, checkpoint, *model, review_points_from_tiles(tiles));
   return 0;
 }
 
@@ -529,7 +540,8 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
             << OriginPolicy::at(cloud.origin).describe() << "\n";
   print_map_report(*map, rep, passes, a.passes);
   std::cerr << "  confidence: " << cal_why << "\n";
-  finish_review(*map, d, tally, a, ro.categories, out, checkpoint, *model);
+  finish_review(*map, d, tally, a, ro.categories, out, checkpoint, *model,
+                [&cloud](const BoxXY& b) { return review_points(cloud, b); });
   return 0;
 }
 

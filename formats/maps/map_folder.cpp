@@ -11,7 +11,7 @@ namespace sl {
 
 namespace fs = std::filesystem;
 
-MapFolder read_map_folder(const std::string& dir, const std::string& where) {
+MapFolder read_map_folder(const std::string& dir, const std::string& where, MapFolderNeeds needs) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) fail(where, dir + ": not a folder (an Autoware map folder holds " + kAutowareMapName +
                                                    " and " + kAutowareCloudStem + ".pcd or " + kAutowareCloudStem + "/)");
@@ -22,6 +22,7 @@ MapFolder read_map_folder(const std::string& dir, const std::string& where) {
   if (!fs::is_regular_file(f.map, ec)) fail(where, dir + ": no " + std::string(kAutowareMapName) + " (the folder's vector map)");
   const fs::path yaml = d / "map_projector_info.yaml";
   if (fs::is_regular_file(yaml, ec)) f.projector_info = yaml.string();
+  if (needs == MapFolderNeeds::Map) return f;
   // The point-cloud map: pointcloud_map.<ext> of a format we read, or the pointcloud_map/ folder.
   std::map<std::string, std::string> files;  // format name -> file
   for (const auto& e : fs::directory_iterator(d, ec)) {
@@ -41,9 +42,14 @@ MapFolder read_map_folder(const std::string& dir, const std::string& where) {
   }
   if (has_tiles) f.tiles = tiles.string();
   else if (!files.empty()) f.cloud = files.begin()->second;
+  else if (needs == MapFolderNeeds::MapAndTiles)
+    fail(where, dir + ": no " + std::string(kAutowareCloudStem) + "/ (the folder's point-cloud map as tiles)");
   else
     fail(where, dir + ": no point-cloud map (" + std::string(kAutowareCloudStem) + ".pcd, or " + kAutowareCloudStem +
                     "/ with its tiles; any of " + cloud_extensions_text() + ")");
+  if (needs == MapFolderNeeds::MapAndTiles && f.tiles.empty())
+    fail(where, dir + ": its point-cloud map is one file (" + fs::path(f.cloud).filename().string() + "), not tiles in " +
+                    kAutowareCloudStem + "/: give a tiles' folder as well, or cut the cloud into tiles");
   return f;
 }
 

@@ -1,4 +1,5 @@
-// An Autoware map folder, as its map loaders read it and map makers ship it (`infer --map-dir`):
+// An Autoware map folder, as its map loaders read it and map makers ship it (`infer --map-dir`, the
+// `map_dir` param of the read_map_lines and map_tiles stages):
 //
 //   DIR/lanelet2_map.osm             the vector map (Lanelet2)
 //   DIR/map_projector_info.yaml      how its coordinates relate to the world (optional: lanelet2.h's rule without)
@@ -28,10 +29,17 @@ struct MapFolder {
   std::string tiles;           // DIR/pointcloud_map: its tiles' folder ("" with one file)
 };
 
+// What a reader of the folder needs of it: the map alone (read_map_lines: the clouds are the scenes'),
+// the map and a point-cloud map of either form (infer --map-dir), or the map and the tiles (map_tiles).
+enum class MapFolderNeeds { Map, MapAndCloud, MapAndTiles };
+
 // The folder's parts. Throws sl::Error "<where>: <DIR>: <reason>" for a folder that is not one, no
-// lanelet2_map.osm, no point-cloud map, or both a pointcloud_map file and a pointcloud_map/ folder
-// (or two pointcloud_map files of different formats): which one is meant is not guessed.
-MapFolder read_map_folder(const std::string& dir, const std::string& where);
+// lanelet2_map.osm, and (needing a point-cloud map) no point-cloud map, or both a pointcloud_map file
+// and a pointcloud_map/ folder (or two pointcloud_map files of different formats): which one is meant
+// is not guessed; needing tiles, a folder whose point-cloud map is one file. Needing the map alone,
+// the point-cloud map is not looked at (cloud and tiles stay "").
+MapFolder read_map_folder(const std::string& dir, const std::string& where,
+                          MapFolderNeeds needs = MapFolderNeeds::MapAndCloud);
 
 // A new map folder `out` of `in`'s layout, written whole or not at all. Use: construct (checks that
 // `out` is new or empty and makes the staging folder), write the refined map at map_path(), then

@@ -4,7 +4,10 @@
 // one line and no cloud, which split_lines turns into a sample and crop_tiles crops from the tiles
 // its corridor touches. The epoch's order is shuffled yet local (LocalOrder: blocks of neighbouring
 // tiles), a pure function of (run seed, epoch), dealt round-robin to the ranks; resume continues
-// at the item the checkpoint names.
+// at the item the checkpoint names. `map_dir` names an Autoware map folder (formats/maps/map_folder.h)
+// in place of `map` and `root`: its lanelet2_map.osm (with the map_projector_info.yaml beside it, read
+// as for any map) over its pointcloud_map/ tiles; a `root` given with it names other tiles over the
+// folder's map (training's evaluation replays the pipeline so, with the validation tiles as `root`).
 #include <filesystem>
 
 #include "graph/error.h"
@@ -12,6 +15,7 @@
 #include "graph/stage.h"
 #include "dataset/epoch_order.h"
 #include "dataset/map_tiles.h"
+#include "formats/maps/map_folder.h"
 #include "formats/maps/map_numbers.h"
 
 namespace sl {
@@ -23,9 +27,16 @@ class MapTiles : public SourceStage {
  public:
   explicit MapTiles(const Params& p)
       : root_(p.get_string("root")), format_(p.get_string("format")), map_(p.get_string("map")),
-        categories_(p.get_strings("categories")), margin_(p.get_float("margin")), min_length_(p.get_float("min_length")),
-        max_length_(p.get_float("max_length")), block_((int)p.get_int("block")), shuffle_(p.get_bool("shuffle")),
-        where_(p.where("root")), map_where_(p.where("map")) {
+        map_dir_(p.get_string("map_dir")), categories_(p.get_strings("categories")), margin_(p.get_float("margin")),
+        min_length_(p.get_float("min_length")), max_length_(p.get_float("max_length")), block_((int)p.get_int("block")),
+        shuffle_(p.get_bool("shuffle")), where_(p.where(root_.empty() && !map_dir_.empty() ? "map_dir" : "root")),
+        map_where_(p.where(map_dir_.empty() ? "map" : "map_dir")) {
+    if (!map_.empty() && !map_dir_.empty())
+      fail(p.where("map_dir"), "give the map file (map, with the tiles' folder as root) or an Autoware map folder (map_dir), not both");
+    if (map_.empty() && map_dir_.empty())
+      fail(p.where(), "needs map_dir (an Autoware map folder: lanelet2_map.osm over pointcloud_map/), or map and root "
+                      "(a map file and the tiles' folder)");
+    if (map_dir_.empty() && root_.empty()) fail(p.where("root"), "the tiles' folder is needed with map (or give map_dir alone)");
     options_.projection = projection_of(p);
     options_.category_property = p.get_string("category_property");
     options_.subtype_property = p.get_string("subtype_property");
@@ -35,9 +46,16 @@ class MapTiles : public SourceStage {
     seed_ = ctx.seed;
     rank_ = ctx.rank();
     world_ = ctx.world();
-    auto tiles = std::make_shared<TileSet>(scan_tiles(root_, format_, where_));
     const fs::path m(map_);
-    map_path_ = m.is_absolute() ? m.lexically_normal().string() : (fs::path(root_) / m).lexically_normal().string();
+    std::string root = root_;
+    if (!map_dir_.empty()) {  // taken from the working directory, as root is: it names the tiles too
+      const MapFolder f = read_map_folder(map_dir_, map_where_, root.empty() ? MapFolderNeeds::MapAndTiles : MapFolderNeeds::Map);
+      if (root.empty()) root = f.tiles;
+      map_path_ = f.map;
+    } else {
+      map_path_ = m.is_absolute() ? m.lexically_normal().string() : (fs::path(root) / m).lexically_normal().string();
+    }
+    auto tiles = std::make_shared<TileSet>(scan_tiles(root, format_, where_));
     std::error_code ec;
     if (!fs::exists(map_path_, ec))
       fail(map_where_, map_path_ + ": map file does not exist" +
@@ -51,7 +69,7 @@ class MapTiles : public SourceStage {
     pieces_ = map_pieces(*map, boxes, tiles->origin, categories_, min_length_, max_length_);
     if (pieces_.empty())
       fail(map_where_, map_path_ + ": no line of the wanted categories lies over the " + std::to_string(boxes.size()) +
-                           " tiles of " + root_ + " (tiles: x " + format_fixed(tiles->extent().x0, 1) + " .. " +
+                           " tiles of " + root + " (tiles: x " + format_fixed(tiles->extent().x0, 1) + " .. " +
                            format_fixed(tiles->extent().x1, 1) + ", y " + format_fixed(tiles->extent().y0, 1) + " .. " +
                            format_fixed(tiles->extent().y1, 1) + "; map frame: " + map->map.frame + ")");
     std::vector<uint32_t> home;
@@ -86,7 +104,7 @@ class MapTiles : public SourceStage {
   }
 
  private:
-  std::string root_, format_, map_;
+  std::string root_, format_, map_, map_dir_;
   std::vector<std::string> categories_;
   double margin_, min_length_, max_length_;
   int block_;
@@ -109,10 +127,14 @@ void register_map_tiles(StageRegistry& r) {
   s.input = Kind::None;
   s.output = Kind::Scene;
   s.params = {
-      p_required_string("root", "the tiles' folder (Autoware's pointcloud_map/, or LAS/PCD tiles)"),
+      p_string("root", "", "the tiles' folder (Autoware's pointcloud_map/, or LAS/PCD tiles); with map_dir: \"\" for the "
+                           "folder's pointcloud_map/, or other tiles over its map (e.g. a validation split)"),
       p_string("format", "auto", "the tiles' cloud format (auto: the one format the folder holds)"),
-      p_required_string("map", "the map file (.osm, .geojson); a relative path is taken from the tiles' folder, e.g. "
-                               "\"../lanelet2_map.osm\" in Autoware's layout"),
+      p_string("map", "", "the map file (.osm, .geojson); a relative path is taken from the tiles' folder, e.g. "
+                          "\"../lanelet2_map.osm\" in Autoware's layout (this and root, or map_dir)"),
+      p_string("map_dir", "", "an Autoware map folder instead of map and root: its lanelet2_map.osm, with its "
+                              "map_projector_info.yaml, over its pointcloud_map/ tiles; a relative path is taken from the "
+                              "working directory, as root is"),
       p_strings("categories", {}, "keep only lines of these categories: \"line_thin\" takes every line_thin:<subtype> (empty: all)"),
       projection_param(),
       p_string("category_property", "type", "GeoJSON: the property that holds the category"),

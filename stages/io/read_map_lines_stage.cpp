@@ -6,7 +6,10 @@
 // (load_map_shared). A relative `map` path is taken from the folder of the scene's cloud (the
 // dataset folder), so a training folder and the validation folder beside it both find the map
 // of ROOT/{train,val} + ROOT/map.osm as "../map.osm", also when training's evaluation replays
-// this pipeline on the validation folder. Which lines lie on a cloud, and which parts of them:
+// this pipeline on the validation folder. `map_dir` names an Autoware map folder instead
+// (formats/maps/map_folder.h), taken from the same folder: its lanelet2_map.osm, read with the
+// map_projector_info.yaml beside it as any map is; its point-cloud map is not read (the clouds are the
+// scenes'). Which lines lie on a cloud, and which parts of them:
 // formats/maps/map_lines.h (the parts inside the cloud's xy box grown by `margin`).
 // Each line is the map line's index (Polyline::id), the identity `infer --map` writes back with; the
 // scene's lines are in map order, so the random draws of every sample (seeded by the line's place
@@ -26,6 +29,7 @@
 #include "graph/error.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
+#include "formats/maps/map_folder.h"
 #include "formats/maps/map_lines.h"
 #include "formats/clouds/formats.h"
 #include "formats/maps/map_numbers.h"
@@ -41,8 +45,13 @@ std::string frame_why(const VectorMap& m) { return m.frame_reason.empty() ? "" :
 class ReadMapLines : public Stage {
  public:
   explicit ReadMapLines(const Params& p)
-      : map_(p.get_string("map")), categories_(p.get_strings("categories")), margin_(p.get_float("margin")),
-        min_length_(p.get_float("min_length")), where_(p.where("map")) {
+      : map_(p.get_string("map")), map_dir_(p.get_string("map_dir")), categories_(p.get_strings("categories")),
+        margin_(p.get_float("margin")), min_length_(p.get_float("min_length")),
+        where_(p.where(map_dir_.empty() ? "map" : "map_dir")) {
+    if (!map_.empty() && !map_dir_.empty())
+      fail(p.where("map_dir"), "give the map file (map) or an Autoware map folder (map_dir), not both");
+    if (map_.empty() && map_dir_.empty())
+      fail(p.where(), "needs map (a map file: .osm, .geojson) or map_dir (an Autoware map folder with lanelet2_map.osm)");
     options_.projection = projection_of(p);
     options_.category_property = p.get_string("category_property");
     options_.subtype_property = p.get_string("subtype_property");
@@ -81,8 +90,14 @@ class ReadMapLines : public Stage {
   }
 
  private:
+  // `map`, or `map_dir`'s lanelet2_map.osm (the folder is checked once per dataset folder, in map_for),
+  // a relative one taken from the folder of the scene's cloud.
   std::string map_path(const std::string& cloud_path) const {
-    const fs::path m(map_);
+    if (!map_dir_.empty()) return (fs::path(resolved(map_dir_, cloud_path)) / kAutowareMapName).string();
+    return resolved(map_, cloud_path);
+  }
+  static std::string resolved(const std::string& path, const std::string& cloud_path) {
+    const fs::path m(path);
     return m.is_absolute() ? m.lexically_normal().string() : (fs::path(cloud_path).parent_path() / m).lexically_normal().string();
   }
 
@@ -98,6 +113,7 @@ class ReadMapLines : public Stage {
       if (it != held_.end()) return it->second;
     }
     std::error_code ec;
+    if (!map_dir_.empty()) read_map_folder(resolved(map_dir_, cloud_path), where_, MapFolderNeeds::Map);  // names what it lacks
     if (!fs::exists(path, ec))
       fail(path, "map file does not exist (read_map_lines.map \"" + map_ + "\"" +
                      (fs::path(map_).is_absolute() ? "" : ", taken from the folder of the scene's cloud") + ")");
@@ -140,7 +156,7 @@ class ReadMapLines : public Stage {
                  id.c_str(), map.c_str(), cloud.c_str(), range(box).c_str(), range(all).c_str(), m.map.frame.c_str());
   }
 
-  std::string map_;
+  std::string map_, map_dir_;
   std::vector<std::string> categories_;
   double margin_, min_length_;
   MapReadOptions options_;
@@ -160,8 +176,10 @@ void register_read_map_lines(StageRegistry& r) {
   s.default_threads = "auto";
   s.default_policy = ErrorPolicy::Fail;  // a map that cannot be read fails every scene alike
   s.params = {
-      p_required_string("map", "the map file (.osm, .geojson); a relative path is taken from the folder of the scene's "
-                               "cloud, e.g. \"../map.osm\" for ROOT/train and ROOT/val beside ROOT/map.osm"),
+      p_string("map", "", "the map file (.osm, .geojson); a relative path is taken from the folder of the scene's "
+                          "cloud, e.g. \"../map.osm\" for ROOT/train and ROOT/val beside ROOT/map.osm (this or map_dir)"),
+      p_string("map_dir", "", "an Autoware map folder instead of map: its lanelet2_map.osm, with its map_projector_info.yaml "
+                              "(its point-cloud map is not read: the clouds are the scenes'); relative as map is"),
       p_strings("categories", {}, "keep only lines of these categories: \"line_thin\" takes every line_thin:<subtype> (empty: all)"),
       projection_param(),
       p_string("category_property", "type", "GeoJSON: the property that holds the category"),

@@ -2,6 +2,9 @@
 // run in DocsCommands.*, tests/docs/docs_test.cpp; what a refinement moves: tests/refine.)
 #include <gtest/gtest.h>
 
+#include <png.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -118,6 +121,87 @@ TEST(CliMap, InferGatesEachMoveByItsCalibratedSigmaAndWritesAReviewLayer) {
   EXPECT_NE(bad.err.find(dir.path("bad.json") + ": not a streamline calibration"), std::string::npos) << bad.err;
   EXPECT_FALSE(fs::exists(dir.path("r6.osm")));
   EXPECT_FALSE(fs::exists(dir.path("r6.review.geojson")));
+  EXPECT_FALSE(fs::exists(dir.path("r6.review.html")));
+}
+
+size_t count_of(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+// review.html beside the review layer: the counts infer printed, a dot per changed vertex on the map of
+// the refined lines, close-ups of the largest and least certain changes over their points -- and a
+// headless Chromium parses it as written (the same SVG elements) and draws it: the refined lines' blue,
+// the given lines' grey, the points and a sure change's green on the page.
+TEST(CliMap, InferWritesAReviewPageThatABrowserDraws) {
+  test::TempDir dir;
+  const std::string data = dir.path("d");
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(data) + " --format las --map lanelet2 --train 0 --val 1").code, 0);
+  const std::string ckpt = dir.path("c.safetensors");
+  test::write_constant_checkpoint(ckpt, {0, 0.25f, 0});
+  write_file_atomic(dir.path("cal.json"), "{\"format\": \"streamline calibration 1\", \"checkpoint\": \"c.safetensors\", "
+                                          "\"fits\": {\"\": {\"across\": {\"a\": 1, \"b\": 0.01}, \"vertical\": {\"a\": 1, \"b\": 0.01}}}}");
+  auto r = run_cli(dir, "infer --checkpoint " + q(ckpt) + " --cloud " + q(data + "/val/scene_0000.las") + " --map " +
+                            q(data + "/map.osm") + " --passes 1 --unsettled 1 --calibration " + q(dir.path("cal.json")) +
+                            " --out " + q(dir.path("r.osm")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string page = dir.path("r.review.html");
+  EXPECT_NE(r.err.find("its page: " + page), std::string::npos) << r.err;
+  const std::string html = read_file(page);
+  // The counts: the same "moved" total infer printed per category.
+  const VectorMap given = read_vector_map(data + "/map.osm"), refined = read_vector_map(dir.path("r.osm"));
+  int64_t moved = 0;
+  for (size_t v = 0; v < given.vertices.size(); ++v) moved += given.vertices[v].world != refined.vertices[v].world;
+  ASSERT_GT(moved, 0);
+  const size_t all = html.find("<tr><th>all</th><th>");
+  ASSERT_NE(all, std::string::npos);
+  EXPECT_EQ(html.substr(all + 20, html.find('<', all + 20) - all - 20), std::to_string(moved));
+  EXPECT_EQ(count_of(html, "<circle class=\"change\""), size_t(moved)) << "one dot per moved vertex";
+  EXPECT_GE(count_of(html, "class=\"closeup\""), 2u);
+  EXPECT_EQ(count_of(html, "(none given)"), 0u) << "close-ups are drawn over the cloud's points";
+  EXPECT_NE(html.find("Gated: a vertex moved only where its shift was beyond 2.0 sigma"), std::string::npos);
+  EXPECT_NE(html.find("href=\"r.review.geojson\""), std::string::npos);
+
+  std::string chromium;
+  for (const char* c : {"chromium", "chromium-browser", "google-chrome"})
+    if (std::system((std::string("command -v ") + c + " >/dev/null 2>&1").c_str()) == 0) {
+      chromium = c;
+      break;
+    }
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup installs Debian's chromium)";
+  const int W = 1000, H = 1800;
+  const std::string flags = " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars --user-data-dir=" +
+                            q(dir.path("profile")) + " ";
+  const std::string png = dir.path("shot.png"), dom = dir.path("dom.html");
+  ASSERT_EQ(std::system((chromium + flags + "--window-size=" + std::to_string(W) + "," + std::to_string(H) + " --screenshot=" +
+                         q(png) + " " + q("file://" + page) + " >" + q(dir.path("log.txt")) + " 2>&1")
+                            .c_str()),
+            0)
+      << read_file(dir.path("log.txt"));
+  ASSERT_EQ(std::system((chromium + flags + "--dump-dom " + q("file://" + page) + " >" + q(dom) + " 2>" + q(dir.path("log2.txt"))).c_str()), 0)
+      << read_file(dir.path("log2.txt"));
+  const std::string d = read_file(dom);
+  EXPECT_EQ(count_of(d, "<svg"), count_of(html, "<svg"));
+  EXPECT_EQ(count_of(d, "<circle class=\"change\""), size_t(moved));
+  EXPECT_EQ(count_of(d, "<polyline"), count_of(html, "<polyline"));
+
+  png_image img{};
+  img.version = PNG_IMAGE_VERSION;
+  ASSERT_TRUE(png_image_begin_read_from_file(&img, png.c_str())) << img.message;
+  img.format = PNG_FORMAT_RGB;
+  std::vector<uint8_t> px(PNG_IMAGE_SIZE(img));
+  ASSERT_TRUE(png_image_finish_read(&img, nullptr, px.data(), 0, nullptr)) << img.message;
+  size_t blue = 0, green = 0, grey = 0;
+  for (size_t i = 0; i + 2 < px.size(); i += 3) {
+    const int R = px[i], G = px[i + 1], B = px[i + 2];
+    blue += std::abs(R - 0x1f) < 16 && std::abs(G - 0x5f) < 16 && std::abs(B - 0xa8) < 16;
+    green += std::abs(R - 0x1a) < 30 && std::abs(G - 0x98) < 30 && std::abs(B - 0x50) < 30;
+    grey += R == G && G == B && R > 40 && R < 220;
+  }
+  EXPECT_GT(blue, 500u) << "the refined lines";
+  EXPECT_GT(green, 20u) << "sure changes (sigma 0.01 m of a 0.05 m scale)";
+  EXPECT_GT(grey, 2000u) << "the given lines and the points";
 }
 
 // The review layer applied back: the map maker accepts one refined line (its id turned into text, as
