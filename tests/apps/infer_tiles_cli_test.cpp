@@ -130,6 +130,15 @@ TEST_F(InferTiles, ConstantCurbRefinementMovesExactlyTheCurbsOverTheTiles) {
       << r.err;
   EXPECT_NE(r.err.find("stopped at the pass limit 2"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(std::to_string(moved) + " vertices written moved"), std::string::npos) << r.err;
+  // Its review page: a dot per moved vertex, close-ups drawn over the points of the tiles around them.
+  const std::string html = read_file(root_ + "/curbs.review.html");
+  size_t dots = 0;
+  for (size_t at = html.find("<circle class=\"change\""); at != std::string::npos; at = html.find("<circle class=\"change\"", at + 1)) ++dots;
+  EXPECT_EQ(dots, moved);
+  const size_t drawn = html.find(" points drawn");
+  ASSERT_NE(drawn, std::string::npos);
+  const size_t from = html.rfind("; ", drawn) + 2;
+  EXPECT_GT(std::stoll(html.substr(from, drawn - from)), 100) << html.substr(from, 40);
 }
 
 // The numbers of a category's row of evaluate-map's first (which = 0: fixed point) or second (1:
