@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include "graph/error.h"
 #include "kernels/cuda/runtime.h"
+#include "kernels/gemm.h"
 #include "kernels/ops.h"
 
 namespace sl {
@@ -32,6 +34,32 @@ struct HostLoss {
 static_assert(sizeof(HostLoss) == 16);
 
 }  // namespace
+
+const char* recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::off: return "off";
+    case Recompute::on: return "on";
+    case Recompute::automatic: return "auto";
+  }
+  return "?";
+}
+
+Recompute parse_recompute(const std::string& s) {
+  if (s == "off") return Recompute::off;
+  if (s == "on") return Recompute::on;
+  if (s == "auto") return Recompute::automatic;
+  fail("model config", "recompute must be off, on or auto, got '" + s + "'");
+}
+
+int recompute_chunk_groups(int groups, int points) {
+  if (groups <= 0 || points <= 0) fail("recompute_chunk_groups", "groups and points must be positive");
+  // Whole groups (the max is per group), and a multiple of the CPU GEMM's row block so a chunk's
+  // row blocks are those of the whole batch.
+  const int64_t align = kGemmRowBlock / std::gcd<int64_t>(kGemmRowBlock, points);
+  int64_t g = std::max<int64_t>(1, kRecomputeRows / points);
+  g = (g + align - 1) / align * align;
+  return int(std::min<int64_t>(g, groups));
+}
 
 ModelLayout model_layout(const ModelConfig& c) {
   auto check = [](const std::vector<int>& w, const char* what) {
@@ -126,8 +154,11 @@ WorkspaceLayout model_workspace(const ModelConfig& cfg, int B, int P, int L, con
   add("input.context", {NP, cfg.in_channels}, 4);
   add("input.noisy_line", {NL, cfg.line_channels}, 4);
   add("input.target_offset", {NL, cfg.out_channels}, 4);
-  for (size_t i = 0; i + 1 < lay.enc.size(); ++i) add("enc.act." + std::to_string(i), {NP, lay.enc[i].out}, 4);
-  if (cuda) add("enc.pre_max", {NP, G}, 4);
+  // Recomputing: the encoders' dense activations for one forward chunk only.
+  const bool rc = cfg.recomputes();
+  const int64_t NPa = rc ? int64_t(recompute_chunk_groups(B, P)) * P : NP;
+  for (size_t i = 0; i + 1 < lay.enc.size(); ++i) add("enc.act." + std::to_string(i), {NPa, lay.enc[i].out}, 4);
+  if (cuda) add("enc.pre_max", {NPa, G}, 4);
   add("global", {B, G}, 4);
   add("argmax", {B, G}, 4);
   for (size_t i = 0; i < lay.line.size(); ++i) add("line.act." + std::to_string(i), {NL, lay.line[i].out}, 4);
@@ -148,12 +179,13 @@ WorkspaceLayout model_workspace(const ModelConfig& cfg, int B, int P, int L, con
   int64_t UL = 0;
   if (cfg.has_local()) {  // appended: the seeds' buffers keep their offsets
     const int64_t NLK = NL * cfg.local_k;
+    const int64_t NLKa = rc ? int64_t(recompute_chunk_groups(int(NL), cfg.local_k)) * cfg.local_k : NLK;
     const int C = cfg.local.back(), Fw = lay.reg[0].in - G;
     UL = argmax_rows_capacity(int(NL), cfg.local_k, C);
     add("input.local", {NLK, cfg.in_channels}, 4);
     for (size_t i = 0; i + 1 < lay.local.size(); ++i)
-      add("loc.act." + std::to_string(i), {NLK, lay.local[i].out}, 4);
-    if (cuda) add("loc.pre_max", {NLK, C}, 4);
+      add("loc.act." + std::to_string(i), {NLKa, lay.local[i].out}, 4);
+    if (cuda) add("loc.pre_max", {NLKa, C}, 4);
     add("loc.out", {NL, C}, 4);
     add("loc.argmax", {NL, C}, 4);
     add("window", {NL, Fw}, 4);
@@ -182,6 +214,10 @@ struct MaxBranch {
   std::vector<Layer> layers;
   std::vector<float*> act, in, cgrad;  // act: all but the last layer; in/cgrad: at the compact rows
   float *pre_max = nullptr, *out = nullptr, *dout = nullptr;
+  // Recomputing: the forward runs chunk_groups groups at a time through act/pre_max (0: all at
+  // once, act keeps every row for the backward).
+  bool recompute = false;
+  int chunk_groups = 0;
   int32_t* argmax = nullptr;
   ArgmaxRows rows;
 };
@@ -240,16 +276,21 @@ struct LineRefiner::Impl {
   // x [groups*points, layers[0].in] -> br.out [groups, C] (and br.argmax)
   void branch_forward(const MaxBranch& br, const float* x, int groups, int points) {
     const float* p = params.as<float>();
-    const int64_t N = int64_t(groups) * points;
-    const float* in = x;
-    for (size_t i = 0; i < br.layers.size(); ++i) {
-      const Layer& y = br.layers[i];
-      if (i + 1 < br.layers.size()) {
-        linear_forward(ctx, br.act[i], in, p + y.w, p + y.b, N, y.in, y.out, true);
-        in = br.act[i];
-      } else {
-        linear_relu_max_forward(ctx, br.out, br.argmax, in, p + y.w, p + y.b, groups, points, y.in, y.out,
-                                br.pre_max);
+    const int step = br.recompute ? br.chunk_groups : groups;
+    const int C = br.layers.back().out;
+    for (int g0 = 0; g0 < groups; g0 += step) {
+      const int gc = std::min(step, groups - g0);
+      const int64_t N = int64_t(gc) * points;
+      const float* in = x + int64_t(g0) * points * br.layers[0].in;
+      for (size_t i = 0; i < br.layers.size(); ++i) {
+        const Layer& y = br.layers[i];
+        if (i + 1 < br.layers.size()) {
+          linear_forward(ctx, br.act[i], in, p + y.w, p + y.b, N, y.in, y.out, true);
+          in = br.act[i];
+        } else {
+          linear_relu_max_forward(ctx, br.out + int64_t(g0) * C, br.argmax + int64_t(g0) * C, in, p + y.w, p + y.b,
+                                  gc, points, y.in, y.out, br.pre_max);
+        }
       }
     }
   }
@@ -263,7 +304,33 @@ struct LineRefiner::Impl {
     const size_t n = br.layers.size();
     const int G = br.layers.back().out;
     const int64_t U = compact_argmax_rows(c, br.rows, br.out, br.argmax, groups, points, G);
-    for (size_t i = 0; i < n; ++i) gather_rows(c, br.in[i], i == 0 ? x : br.act[i - 1], br.rows.source, U, br.layers[i].in);
+    if (!br.recompute) {
+      for (size_t i = 0; i < n; ++i)
+        gather_rows(c, br.in[i], i == 0 ? x : br.act[i - 1], br.rows.source, U, br.layers[i].in);
+    } else {
+      // The layers before the max run again, chunk by chunk as in the forward (the same GEMM row
+      // blocks: OpenBLAS's result for a row depends on its place in the block, so running them on
+      // the compact rows alone would not give the same bits), each chunk's compact rows gathered
+      // from its activations. Compact rows are in sample order: a chunk's are one range.
+      gather_rows(c, br.in[0], x, br.rows.source, U, br.layers[0].in);
+      const int step = br.chunk_groups;
+      const int stride = std::min(points, G);  // CUDA: sample b's compact rows start at b * stride
+      auto rows_before = [&](int g) { return c.on_cuda() ? int64_t(g) * stride : int64_t(br.rows.sample_rows[g]); };
+      for (int g0 = 0; g0 < groups && n > 1; g0 += step) {
+        const int gc = std::min(step, groups - g0);
+        const int64_t N = int64_t(gc) * points, u0 = rows_before(g0), u1 = rows_before(g0 + gc);
+        const float* in = x + int64_t(g0) * points * br.layers[0].in;
+        for (size_t i = 0; i + 1 < n; ++i) {
+          const Layer& y = br.layers[i];
+          linear_forward(c, br.act[i], in, p + y.w, p + y.b, N, y.in, y.out, true);
+          in = br.act[i];
+          // source holds batch rows: address the chunk's activations as if they started at row 0
+          const float* rows0 = br.act[i] - int64_t(g0) * points * y.out;
+          if (u1 > u0) gather_rows(c, br.in[i + 1] + u0 * y.out, rows0, br.rows.source + u0, u1 - u0, y.out);
+        }
+      }
+    }
+    const bool compact_in = br.recompute && n > 1;  // the last layer's input: only at the compact rows
     const Layer& yl = br.layers[n - 1];
     float* dlast = nullptr;
     if (n > 1) {
@@ -271,7 +338,8 @@ struct LineRefiner::Impl {
       dlast = br.cgrad[n - 1];
     }
     linear_relu_max_backward(c, dlast, br.rows, g + yl.w, g + yl.b, br.dout, br.out, br.argmax,
-                             n > 1 ? br.act[n - 2] : x, p + yl.w, groups, points, yl.in, yl.out);
+                             compact_in ? br.in[n - 1] : n > 1 ? br.act[n - 2] : x, compact_in, p + yl.w, groups,
+                             points, yl.in, yl.out);
     for (size_t i = n - 1; i-- > 0;) {
       // layer i: input in[i] [U, in], output = in[i+1] (saved, post-ReLU)
       const Layer& y = br.layers[i];
@@ -391,10 +459,13 @@ struct LineRefiner::Impl {
     last_U = -1;
   }
 
-  void bind_branch(MaxBranch& br, const std::vector<Layer>& layers, const std::string& pre,
+  void bind_branch(MaxBranch& br, const std::vector<Layer>& layers, bool recompute, int groups, int points,
+                   const std::string& pre,
                    const std::string& rows, const std::string& out, const std::string& argmax,
                    const std::string& dout) {
     br.layers = layers;
+    br.recompute = recompute;
+    br.chunk_groups = recompute ? recompute_chunk_groups(groups, points) : 0;
     auto list = [&](std::vector<float*>& v, const std::string& prefix, size_t first, size_t n) {
       v.assign(n, nullptr);
       for (size_t i = first; i < n; ++i) v[i] = at<float>(prefix + std::to_string(i));
@@ -426,12 +497,12 @@ struct LineRefiner::Impl {
     in_noisy = at<float>("input.noisy_line");
     in_target = at<float>("input.target_offset");
     scratch = at<float>("reg.scratch");
-    bind_branch(enc, lay.enc, "enc", "rows", "global", "argmax", "dglobal");
+    bind_branch(enc, lay.enc, cfg.recomputes(), capacity, P_, "enc", "rows", "global", "argmax", "dglobal");
     if (K > 0) {
       in_local = at<float>("input.local");
       window = at<float>("window");
       dwindow = at<float>("window.grad");
-      bind_branch(loc, lay.local, "loc", "loc.rows", "loc.out", "loc.argmax", "loc.dout");
+      bind_branch(loc, lay.local, cfg.recomputes(), capacity * L_, K, "loc", "loc.rows", "loc.out", "loc.argmax", "loc.dout");
     }
     auto list = [&](std::vector<float*>& v, const std::string& prefix, size_t n) {
       v.assign(n, nullptr);
@@ -542,6 +613,14 @@ void LineRefiner::set_precision(Precision p) {
 #endif
   impl_->ctx.precision = p;
   impl_->drop_graph();
+}
+
+void LineRefiner::set_recompute(bool on) {
+  const Recompute r = on ? Recompute::on : Recompute::off;
+  if (cfg_.recompute == r) return;
+  const bool was_prepared = impl_->cap > 0;
+  cfg_.recompute = r;
+  if (was_prepared) impl_->release_workspace();  // the activation buffers change size
 }
 
 const ParamInfo& LineRefiner::param(const std::string& name) const {

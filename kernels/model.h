@@ -31,6 +31,18 @@ namespace cuda {
 struct GemmShape;
 }
 
+// Activation recomputation (gradient checkpointing) of the encoders: `on` keeps only their inputs
+// (and the max's outputs and argmax) from the forward pass, which runs them over chunks of
+// recompute_chunk_groups() groups through chunk-sized activation buffers; the backward runs the
+// layers before the max again over the same chunks (the same GEMM row blocks, so the same bits)
+// and keeps only the compact argmax rows the sparse backward reads (kernels/ops.h) -- the same
+// gradients bit for bit on the CPU, for one more forward pass of those layers. `automatic` ("auto") is resolved by the caller
+// before prepare() (train/step_core.cpp: on a GPU, on when the batch would not fit otherwise;
+// on the CPU, off); the model itself treats it as off.
+enum class Recompute { off, on, automatic };
+const char* recompute_name(Recompute r);  // "off" | "on" | "auto"
+Recompute parse_recompute(const std::string& s);  // throws sl::Error otherwise
+
 struct ModelConfig {
   int in_channels = 4, line_channels = 3;
   std::vector<int> encoder{64, 128, 512};
@@ -46,7 +58,16 @@ struct ModelConfig {
   // Inference only (evaluation, infer; training never): the prediction averaged over 1, 2 or 4
   // views of each sample (kernels/model_views.h). No parameter depends on it.
   int views = 1;
+  // Training memory only (no parameter depends on it): see Recompute above.
+  Recompute recompute = Recompute::off;
+  bool recomputes() const { return recompute == Recompute::on; }
 };
+
+// Rows a recomputing encoder runs its forward through at a time (its activation buffers'
+// height): about this many, rounded to whole groups and to the CPU GEMM's row blocks.
+inline constexpr int64_t kRecomputeRows = 16384;
+// Groups per forward chunk for `groups` groups of `points` points (<= groups, >= 1).
+int recompute_chunk_groups(int groups, int points);
 
 struct ParamInfo {
   std::string name;
@@ -84,6 +105,9 @@ size_t batch_input_floats(const ModelConfig& cfg, int B, int P, int L);
 //   rows.* (ArgmaxRows, kernels/ops.h)   enc.in.i [U, encoder input i] (gathered)
 //   enc.cgrad.i [U, encoder input i] (i >= 1)   dglobal [B,G]  line.grad.i  reg.grad.i
 //   loss (LossState: sum f64, count i32, last f32)   ones [max(NL,U,B,UL)] [cuda]
+// With cfg.recomputes(), enc.act.i and enc.pre_max hold one forward chunk, [CP, ..] with
+// CP = recompute_chunk_groups(B, P) * P rows (and loc.act.i, loc.pre_max [CK*K, ..], CK =
+// recompute_chunk_groups(NL, K)); every other buffer is as listed.
 // With a local branch (NLK = NL*K, C = local.back(), UL = argmax_rows_capacity(NL, K, C),
 // Fw = F + (2W+1)C):   input.local [NLK,in]   loc.act.i [NLK, local[i]] (all but the last)
 //   loc.pre_max [NLK,C] [cuda]   loc.out [NL,C]  loc.argmax [NL,C] i32   window [NL,Fw]
@@ -120,6 +144,9 @@ class LineRefiner {
   const Backend& backend() const;
   const OpContext& context() const;  // what the model's ops run with (its stream on CUDA)
   void set_precision(Precision p);   // CUDA: drops the captured step graph
+  // Activation recomputation on or off (config().recompute becomes on | off); a change drops
+  // the workspace (prepare() again) and the captured step graph. Same gradients either way.
+  void set_recompute(bool on);
 
   // ---- parameters (backend memory: host pointers on the CPU) -------------------------------
   const std::vector<ParamInfo>& params() const { return table_; }

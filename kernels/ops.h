@@ -67,7 +67,9 @@ namespace sl {
 //   dweight [C_out, C_in] +=, dbias [C_out] += (from the argmax row of each active (b, o),
 //   samples in order); din [U, C_in] += (nullable) at the compact rows, each row summing its
 //   channels in ascending order. dout [B, C_out]; out, argmax [B, C_out] (saved); in [B, P, C_in]
-//   (dense, saved).
+//   (dense, saved), or with in_compact the layer's input at the compact rows only, [U, C_in] as
+//   gather_rows writes it ((b, o) reads row r.din_row[b*C_out+o]): the same values, the same
+//   sums (what activation recomputation keeps, kernels/model.h).
 #define SL_OPS_MAX(OP, T)                                                                                           \
   OP(FLOAT_DOUBLE, void, linear_relu_max_forward,                                                                   \
      (const OpContext& c, T* out, int32_t* argmax, const T* in, const T* weight, const T* bias, int B, int P,      \
@@ -81,8 +83,8 @@ namespace sl {
      (c, dst, src, source, U, C))                                                                                   \
   OP(FLOAT_DOUBLE, void, linear_relu_max_backward,                                                                  \
      (const OpContext& c, T* din, const ArgmaxRows& r, T* dweight, T* dbias, const T* dout, const T* out,          \
-      const int32_t* argmax, const T* in, const T* weight, int B, int P, int C_in, int C_out),                      \
-     (c, din, r, dweight, dbias, dout, out, argmax, in, weight, B, P, C_in, C_out))
+      const int32_t* argmax, const T* in, bool in_compact, const T* weight, int B, int P, int C_in, int C_out),     \
+     (c, din, r, dweight, dbias, dout, out, argmax, in, in_compact, weight, B, P, C_in, C_out))
 
 // global_line_linear_forward: out [B, L, C_out] = act([global [B, G] broadcast over L,
 //   feat [B, L, F]] · weight^T + bias), weight [C_out, G+F], without materialising the concat:

@@ -240,7 +240,13 @@ std::vector<ParamSpec> model_param_specs() {
           p_int("views", 1,
                 "inference (evaluation, infer): average the prediction over 1, 2 (+ mirrored across the line) or 4 "
                 "(+ the line reversed, and both) views of each sample (kernels/model_views.h)",
-                1, 4)};
+                1, 4),
+          p_string("recompute", "off",
+                   "activation recomputation (gradient checkpointing) of the encoders: on keeps only their inputs in "
+                   "the forward pass and runs their layers again, on the rows the max picked, in the backward pass "
+                   "(the same gradients, less activation memory, more time); auto: on when the batch would not fit "
+                   "in the GPU's memory otherwise (the CPU backend: off)",
+                   {"off", "on", "auto"})};
 }
 
 ModelConfig model_config_from(const Params& m) {
@@ -255,6 +261,7 @@ ModelConfig model_config_from(const Params& m) {
     cfg.views = int(m.get_int("views"));
     if (cfg.views == 3) fail(m.where("views"), "views must be 1, 2 or 4, got 3");
   }
+  if (m.has("recompute")) cfg.recompute = parse_recompute(m.get_string("recompute"));  // recorded before it: off
   // Recorded pipelines from before the local branch have no "type": they are the seeds' model.
   if (m.has("type") && m.get_string("type") == "line_refiner_local") {
     const Params l = m.get_object("local");

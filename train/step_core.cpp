@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "graph/error.h"
@@ -29,6 +30,8 @@ void StepCore::prepare(const Batch& first, bool quiet) {
   const int B = (int)first.capacity, P = (int)first.tensor("context").shape[1],
             L = (int)first.tensor("noisy_line").shape[1];
   if (!backend_.is_cuda()) {
+    // model.recompute "auto" on the CPU: off (host memory is not what limits a CPU run's batch).
+    if (cfg_.recompute == Recompute::automatic) model_->set_recompute(false);
     model_->prepare(B, P, L);
     return;
   }
@@ -38,8 +41,26 @@ void StepCore::prepare(const Batch& first, bool quiet) {
 #else
   if (!first.device) throw Error("train_step on a GPU needs batches from a to_device stage (none before it?)");
   ring_ = first.device->ring;
+  // model.recompute "auto": on when the plan without it does not fit what is free (the ring is
+  // already allocated and counted by the plan), off otherwise.
+  std::string why;
+  if (cfg_.recompute == Recompute::automatic) {
+    ModelConfig off = cfg_;
+    off.recompute = Recompute::off;
+    size_t free_b = 0, total_b = 0;
+    cuda::mem_info(backend_.device, &free_b, &total_b);
+    free_b += ring_->device_bytes();
+    const size_t need = plan_memory(off, B, P, L, ring_->slots(), 0).total_device() + kPlanMarginBytes;
+    const bool on = need > free_b;
+    model_->set_recompute(on);
+    cfg_.recompute = on ? Recompute::on : Recompute::off;
+    why = std::string(" (auto: ") + std::to_string(need >> 20) + " MiB needed without it, " +
+          std::to_string(free_b >> 20) + " MiB free)";
+  }
   MemoryPlan plan = plan_memory(cfg_, B, P, L, ring_->slots(), 0);
-  if (!quiet) std::fprintf(stderr, "GPU memory plan (B=%d, P=%d, L=%d):\n%s", B, P, L, plan.to_text().c_str());
+  if (!quiet)
+    std::fprintf(stderr, "GPU memory plan (B=%d, P=%d, L=%d, recompute %s%s):\n%s", B, P, L,
+                 recompute_name(cfg_.recompute), why.c_str(), plan.to_text().c_str());
   try {
     model_->prepare(B, P, L);
   } catch (const Error& e) {
@@ -50,10 +71,15 @@ void StepCore::prepare(const Batch& first, bool quiet) {
     free_b += ring_->device_bytes();  // the plan counts the ring too
     const size_t margin = kPlanMarginBytes;
     const int fits = largest_batch_that_fits(cfg_, P, L, ring_->slots(), free_b > margin ? free_b - margin : 0);
+    ModelConfig rc = cfg_;
+    rc.recompute = Recompute::on;
+    const int fits_rc = largest_batch_that_fits(rc, P, L, ring_->slots(), free_b > margin ? free_b - margin : 0);
     throw Error(std::string(e.what()) + "\nGPU memory plan for batch.size " + std::to_string(B) + ":\n" +
                 plan.to_text() + "free on " + backend_.name() + " without this model: " +
                 std::to_string(free_b >> 20) + " MiB of " + std::to_string(total_b >> 20) +
-                " MiB; the largest batch.size that fits: " + std::to_string(fits));
+                " MiB; the largest batch.size that fits: " + std::to_string(fits) +
+                (cfg_.recomputes() ? std::string(" (model.recompute on)")
+                                   : " (" + std::to_string(fits_rc) + " with model.recompute on)"));
   }
 #endif
 }

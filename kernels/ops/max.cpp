@@ -102,8 +102,8 @@ void gather_rows(const OpContext& c, T* dst, const T* src, const int64_t* source
 
 template <class T>
 void linear_relu_max_backward(const OpContext& c, T* din, const ArgmaxRows& r, T* dweight, T* dbias, const T* dout,
-                              const T* out, const int32_t* argmax, const T* in, const T* weight, int B, int P,
-                              int C_in, int C_out) {
+                              const T* out, const int32_t* argmax, const T* in, bool in_compact, const T* weight,
+                              int B, int P, int C_in, int C_out) {
   // Weight/bias gradients: each channel block owns its rows of dweight; samples in order.
   for_blocks(C_out, kChannelBlock, [&](int64_t o0, int64_t o1) {
     for (int b = 0; b < B; ++b)
@@ -112,7 +112,7 @@ void linear_relu_max_backward(const OpContext& c, T* din, const ArgmaxRows& r, T
         if (!(out[i] > T(0))) continue;
         const T g = dout[i];
         dbias[o] += g;
-        const T* x = in + (int64_t(b) * P + argmax[i]) * C_in;
+        const T* x = in + (in_compact ? int64_t(r.din_row[i]) : int64_t(b) * P + argmax[i]) * C_in;
         T* dw = dweight + o * C_in;
         for (int k = 0; k < C_in; ++k) dw[k] += g * x[k];
       }

@@ -242,11 +242,12 @@ struct GatherRows : Case<GatherRows> {
 // The backward over the compact rows, listed plainly in the backend's layout.
 struct LinearReluMaxBackward : Case<LinearReluMaxBackward> {
   int B, P, C_in, C_out;
-  bool din;
-  LinearReluMaxBackward(int b, int p, int ci, int co, bool d = true) : B(b), P(p), C_in(ci), C_out(co), din(d) {}
+  bool din, compact;  // compact: the input given at the compact rows only (activation recomputation)
+  LinearReluMaxBackward(int b, int p, int ci, int co, bool d = true, bool cp = false)
+      : B(b), P(p), C_in(ci), C_out(co), din(d), compact(cp) {}
   std::string op() const override { return "linear_relu_max_backward"; }
   std::string shape() const override {
-    return dims({{"B", B}, {"P", P}, {"C_in", C_in}, {"C_out", C_out}, {"din", din}});
+    return dims({{"B", B}, {"P", P}, {"C_in", C_in}, {"C_out", C_out}, {"din", din}, {"in_compact", compact}});
   }
   template <class T>
   void body(Run<T>& r) const {
@@ -262,6 +263,10 @@ struct LinearReluMaxBackward : Case<LinearReluMaxBackward> {
                           r.template in<int32_t>("chan_count", l.chan_count).p(),
                           r.template in<int32_t>("chans", l.chans).p()};
     const auto &x = r.in("in", size_t(B) * P * C_in), &W = r.in("weight", size_t(C_out) * C_in);
+    std::vector<double> xcv(size_t(l.U) * C_in, 0.0);  // x at the compact rows, as gather_rows writes it
+    for (int64_t u = 0; u < l.U; ++u)
+      for (int k = 0; k < C_in && l.source[u] >= 0; ++k) xcv[u * C_in + k] = x.hd()[size_t(l.source[u]) * C_in + k];
+    const auto& xc = r.in("in_compact", xcv);
     const auto &dout = r.in("dout", size_t(B) * C_out), &out = r.in("out", outv);
     const auto& arg = r.template in<int32_t>("argmax", argv);
     auto& dx = r.out("din", din ? size_t(l.U) * C_in : 0, Writes::Accumulate);
@@ -276,8 +281,8 @@ struct LinearReluMaxBackward : Case<LinearReluMaxBackward> {
           dx.ex()[u * C_in + k] = dense[size_t(l.source[u]) * C_in + k];
     });
     r.op([&] {
-      linear_relu_max_backward(r.c, din ? dx.p() : nullptr, rows, dW.p(), db.p(), dout.p(), out.p(), arg.p(), x.p(),
-                               W.p(), B, P, C_in, C_out);
+      linear_relu_max_backward(r.c, din ? dx.p() : nullptr, rows, dW.p(), db.p(), dout.p(), out.p(), arg.p(),
+                               compact ? xc.p() : x.p(), compact, W.p(), B, P, C_in, C_out);
     });
     if (r.checking()) r.expect(db.got[0] == db.init[0], "the dead channel 0 got a bias gradient");
   }
@@ -530,6 +535,7 @@ inline Cases check_cases() {
   add(v, GatherRows(1, 1, 3), GatherRows(37, 20, 5), GatherRows(300, 100, 16));
   add(v, LinearReluMaxBackward(1, 1, 3, 5), LinearReluMaxBackward(3, 37, 4, 40),
       LinearReluMaxBackward(2, 600, 16, 33), LinearReluMaxBackward(5, 9, 7, 64), LinearReluMaxBackward(3, 50, 8, 20, false),
+      LinearReluMaxBackward(3, 37, 4, 40, true, true), LinearReluMaxBackward(5, 9, 7, 64, false, true),
       // more samples than the CUDA weight gradient's 16 row groups; C_in + 1 (the bias) filling
       // one 32-lane tile exactly, and spilling one lane into a second
       LinearReluMaxBackward(300, 3, 40, 33), LinearReluMaxBackward(70, 5, 31, 9), LinearReluMaxBackward(45, 4, 32, 7));

@@ -26,7 +26,7 @@ void max_backward_dense(T* dx, T* dW, T* db, const T* R, const T* out, const int
   const ArgmaxRows r{row_of.data(), sample_rows.data(), source.data(), din_row.data(), cb.data(), cc.data(), chans.data()};
   const int64_t U = compact_argmax_rows(kCpu, r, out, arg, B, P, C_out);
   std::vector<T> dc(size_t(U) * C_in, T(0));
-  linear_relu_max_backward(kCpu, dx ? dc.data() : nullptr, r, dW, db, R, out, arg, x, W, B, P, C_in, C_out);
+  linear_relu_max_backward(kCpu, dx ? dc.data() : nullptr, r, dW, db, R, out, arg, x, false, W, B, P, C_in, C_out);
   for (int64_t u = 0; dx && u < U; ++u)
     for (int k = 0; k < C_in; ++k) dx[source[u] * C_in + k] += dc[u * C_in + k];
 }
