@@ -243,7 +243,7 @@ std::vector<ParamSpec> model_param_specs() {
                 1, 4),
           p_string("recompute", "off",
                    "activation recomputation (gradient checkpointing) of the encoders: on keeps only their inputs in "
-                   "the forward pass and runs their layers again, on the rows the max picked, in the backward pass "
+                   "the forward pass and runs their layers again, chunk by chunk, in the backward pass "
                    "(the same gradients, less activation memory, more time); auto: on when the batch would not fit "
                    "in the GPU's memory otherwise (the CPU backend: off)",
                    {"off", "on", "auto"})};
