@@ -2,8 +2,6 @@
 // run in DocsCommands.*, tests/docs/docs_test.cpp; what a refinement moves: tests/refine.)
 #include <gtest/gtest.h>
 
-#include <png.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -15,6 +13,7 @@
 #include "graph/atomic_file.h"
 #include "formats/maps/vector_map.h"
 #include "tests/apps/cli_util.h"
+#include "tests/report/browser_util.h"
 #include "tests/train/constant_model.h"
 
 namespace sl {
@@ -163,12 +162,7 @@ TEST(CliMap, InferWritesAReviewPageThatABrowserDraws) {
   EXPECT_NE(html.find("Gated: a vertex moved only where its shift was beyond 2.0 sigma"), std::string::npos);
   EXPECT_NE(html.find("href=\"r.review.geojson\""), std::string::npos);
 
-  std::string chromium;
-  for (const char* c : {"chromium", "chromium-browser", "google-chrome"})
-    if (std::system((std::string("command -v ") + c + " >/dev/null 2>&1").c_str()) == 0) {
-      chromium = c;
-      break;
-    }
+  const std::string chromium = test::find_chromium();
   if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup installs Debian's chromium)";
   const int W = 1000, H = 1800;
   const std::string flags = " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars --user-data-dir=" +
@@ -186,12 +180,9 @@ TEST(CliMap, InferWritesAReviewPageThatABrowserDraws) {
   EXPECT_EQ(count_of(d, "<circle class=\"change\""), size_t(moved));
   EXPECT_EQ(count_of(d, "<polyline"), count_of(html, "<polyline"));
 
-  png_image img{};
-  img.version = PNG_IMAGE_VERSION;
-  ASSERT_TRUE(png_image_begin_read_from_file(&img, png.c_str())) << img.message;
-  img.format = PNG_FORMAT_RGB;
-  std::vector<uint8_t> px(PNG_IMAGE_SIZE(img));
-  ASSERT_TRUE(png_image_finish_read(&img, nullptr, px.data(), 0, nullptr)) << img.message;
+  const test::RgbImage img = test::read_png_rgb(png);
+  ASSERT_TRUE(img.error.empty()) << img.error;
+  const std::vector<uint8_t>& px = img.px;
   size_t blue = 0, green = 0, grey = 0;
   for (size_t i = 0; i + 2 < px.size(); i += 3) {
     const int R = px[i], G = px[i + 1], B = px[i + 2];

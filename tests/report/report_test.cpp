@@ -3,7 +3,6 @@
 // browser (Debian's chromium, headless) into a PNG that is checked.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <png.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -22,6 +21,7 @@
 #include "report/report.h"
 #include "tests/apps/cli_util.h"
 #include "tests/formats/clouds/io_test_util.h"
+#include "tests/report/browser_util.h"
 
 namespace sl::report {
 namespace {
@@ -437,16 +437,8 @@ TEST(Report, RunFactsAndEvalExamplesRoundTripThroughTheirFiles) {
 
 // ---- in a real browser -----------------------------------------------------------------------
 
-std::string find_chromium() {
-  for (const char* c : {"chromium", "chromium-browser", "google-chrome"}) {
-    const std::string cmd = std::string("command -v ") + c + " >/dev/null 2>&1";
-    if (std::system(cmd.c_str()) == 0) return c;
-  }
-  return "";
-}
-
 TEST(ReportBrowser, ChromiumRendersTheLongRunPageToANonTrivialPngAndParsesEveryChart) {
-  const std::string chromium = find_chromium();
+  const std::string chromium = test::find_chromium();
   if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup installs Debian's chromium)";
   test::TempDir dir;
   const FakeRun run = write_metrics(dir.path("metrics.jsonl"), 100000, 3, 5000, 21);
@@ -470,14 +462,11 @@ TEST(ReportBrowser, ChromiumRendersTheLongRunPageToANonTrivialPngAndParsesEveryC
   EXPECT_EQ(polyline_points(svg_by_id(d, "chart-loss"), "loss"), 2 * plot_width(kWideChart));
   EXPECT_EQ(metric(d, "last_loss"), raw_value(run.train_lines.back(), "loss"));
 
-  png_image img{};
-  img.version = PNG_IMAGE_VERSION;
-  ASSERT_TRUE(png_image_begin_read_from_file(&img, png.c_str())) << img.message;
-  img.format = PNG_FORMAT_RGB;
-  std::vector<uint8_t> px(PNG_IMAGE_SIZE(img));
-  ASSERT_TRUE(png_image_finish_read(&img, nullptr, px.data(), 0, nullptr)) << img.message;
-  EXPECT_EQ((int)img.width, W);
-  EXPECT_EQ((int)img.height, H);
+  const test::RgbImage img = test::read_png_rgb(png);
+  ASSERT_TRUE(img.error.empty()) << img.error;
+  const std::vector<uint8_t>& px = img.px;
+  EXPECT_EQ(img.width, W);
+  EXPECT_EQ(img.height, H);
   // Ink on the page, and the charts' colours: the loss blue and the eval orange are drawn.
   size_t ink = 0;
   std::set<uint32_t> colours;
