@@ -352,11 +352,10 @@ VectorMap parse_lanelet2(const std::string& text, const std::string& path, const
   } else {
     map.frame_reason = "--projection " + spec.kind + (spec.projector_info.empty() ? "" : " (overrides " + spec.projector_info + ")");
   }
-  bool all_local = true, any_local = false, any_latlon = false, all_zero = true;
+  bool any_local = false, any_latlon = false, all_zero = true;
   double lat0 = 90, lat1 = -90, lon0 = 180, lon1 = -180;
   for (size_t n : line_nodes) {
     const VertexSource& s = p.nodes[n].src;
-    all_local &= s.has_local;
     any_local |= s.has_local;
     if (s.has_latlon) {
       any_latlon = true;
