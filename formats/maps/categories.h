@@ -29,7 +29,8 @@ bool non_physical_category(const std::string& category);
 // selects curbstone:low, and "curbstone:high" selects an old file's "curb"). Empty `wanted` matches
 // every line with a physical edge: every category but the non-physical ones (which a filter that
 // names them still selects), so a map's virtual lines are never refined, perturbed or trained on
-// unless asked for.
+// unless asked for. (read_lines_json alone keeps every line when given no filter: a lines file is
+// written back whole by infer --lines.)
 bool category_matches(const std::string& category, const std::vector<std::string>& wanted);
 
 }  // namespace sl

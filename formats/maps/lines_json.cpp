@@ -126,7 +126,9 @@ LinesFile parse_lines_json(const std::string& text, const std::string& path, con
         pl.points[pi][k] = static_cast<float>(local);
       }
     }
-    if (category_matches(pl.category, categories))
+    // No filter keeps every line of the file, virtual ones too: `infer --lines` writes back each line it
+    // read (a map's readers leave non-physical lines out instead: categories.h).
+    if (categories.empty() || category_matches(pl.category, categories))
       out.lines.push_back(std::move(pl));
   }
   return out;
