@@ -73,4 +73,21 @@ std::vector<Vec3d> vertex_displacements(const std::vector<Vec3d>& vertices, cons
   return out;
 }
 
+std::vector<Vec3d> across_line(const std::vector<Vec3d>& vertices, std::vector<Vec3d> d) {
+  if (d.size() != vertices.size())
+    throw Error("across_line: " + std::to_string(d.size()) + " displacements for " + std::to_string(vertices.size()) +
+                " vertices");
+  const size_t n = vertices.size();
+  for (size_t k = 0; k < n; ++k) {
+    const Vec3d& a = vertices[k > 0 ? k - 1 : k];
+    const Vec3d& b = vertices[k + 1 < n ? k + 1 : k];
+    const double tx = b[0] - a[0], ty = b[1] - a[1], len = std::hypot(tx, ty);
+    if (!(len > 0)) continue;
+    const double ux = tx / len, uy = ty / len, along = d[k][0] * ux + d[k][1] * uy;
+    d[k][0] -= along * ux;
+    d[k][1] -= along * uy;
+  }
+  return d;
+}
+
 }  // namespace sl

@@ -38,4 +38,12 @@ PieceOffsets uniform_piece(double s0, double s1, std::vector<Vec3d> offsets);
 std::vector<Vec3d> vertex_displacements(const std::vector<Vec3d>& vertices, const std::vector<PieceOffsets>& pieces,
                                         std::vector<int>* covered = nullptr);
 
+// `d` (one displacement per vertex of the line `vertices`) with the part along the line taken out:
+// in xy each vertex keeps only its move across the line (along the horizontal normal of the line
+// there, from its neighbours: the previous vertex, or itself at the start, to the next, or itself at
+// the end), and its vertical move whole. A map maker's vertex spacing is theirs; the model's offset
+// along the line is the least certain and moves a vertex along a straight line for nothing. A vertex
+// whose neighbours coincide in xy (no direction) keeps its move. Throws sl::Error for sizes that differ.
+std::vector<Vec3d> across_line(const std::vector<Vec3d>& vertices, std::vector<Vec3d> d);
+
 }  // namespace sl

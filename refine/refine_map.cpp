@@ -86,7 +86,9 @@ void propose_refinement(const VectorMap& map, const std::vector<LinePortion>& pa
     }
     if (pcs.empty()) continue;
     std::vector<int> covered;
-    const std::vector<Vec3d> d = vertex_displacements(map.lines[line].points, pcs, &covered);
+    // Each line proposes moves across itself only (a node shared by two lines at an angle gets both
+    // lines' across moves, averaged).
+    const std::vector<Vec3d> d = across_line(map.lines[line].points, vertex_displacements(map.lines[line].points, pcs, &covered));
     edit.propose(line, d, &covered);
     if (spread) spread->propose(line, vertex_displacements(map.lines[line].points, spr), &covered);
   }

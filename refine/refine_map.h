@@ -2,7 +2,8 @@
 // clouds (formats/maps/map_lines.h) go through inference piece by piece (refine_pieces, the training
 // pipeline's preprocessing replayed), and the map's OWN vertices move by the refinement interpolated
 // along each line (geometry/line_offsets.h): a vertex at arc length s moves by the model's
-// offset at s, linearly between the two offsets around it; a node shared by several refined ways moves
+// offset at s, linearly between the two offsets around it, less its part along the line (across_line:
+// a vertex moves across its line and vertically, never along it); a node shared by several refined ways moves
 // once, by the mean of what each proposes (MapEdit); a vertex no refined piece covers does not move
 // (the part of a line beyond the clouds, a piece the crop dropped). write_vector_map then writes the
 // map in its own format with only those numbers changed.

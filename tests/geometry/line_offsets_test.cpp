@@ -116,5 +116,45 @@ TEST(LineOffsets, MalformedPiecesAreErrors) {
   EXPECT_THROW(uniform_piece(0, 1, {{0, 0, 0}}), Error);
 }
 
+// across_line against a plain reference: the displacement minus its projection on the unit tangent
+// from the previous to the next vertex; what is left is normal to that tangent in xy, the vertical
+// move is kept, and a move across already passes unchanged.
+TEST(LineOffsets, AcrossLineKeepsOnlyTheMoveAcrossTheLineAndTheVerticalOne) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-0.3, 0.3);
+  for (int trial = 0; trial < 50; ++trial) {
+    const std::vector<Vec3d> line = random_polyline(rng, 2 + trial % 9);
+    std::vector<Vec3d> d(line.size());
+    for (auto& x : d) x = {u(rng), u(rng), u(rng)};
+    const std::vector<Vec3d> a = across_line(line, d);
+    ASSERT_EQ(a.size(), d.size());
+    const size_t n = line.size();
+    for (size_t k = 0; k < n; ++k) {
+      const Vec3d& p = line[k == 0 ? 0 : k - 1];
+      const Vec3d& q = line[k + 1 < n ? k + 1 : k];
+      const double tx = q[0] - p[0], ty = q[1] - p[1], len = std::sqrt(tx * tx + ty * ty);
+      const double nx = -ty / len, ny = tx / len;
+      const double across = d[k][0] * nx + d[k][1] * ny;
+      EXPECT_NEAR(a[k][0], across * nx, 1e-12) << trial << " " << k;
+      EXPECT_NEAR(a[k][1], across * ny, 1e-12);
+      EXPECT_EQ(a[k][2], d[k][2]);
+      EXPECT_NEAR(a[k][0] * tx + a[k][1] * ty, 0.0, 1e-12 * len);
+      // Idempotent: a move across passes again unchanged.
+      const std::vector<Vec3d> again = across_line(line, a);
+      EXPECT_NEAR(again[k][0], a[k][0], 1e-15);
+      EXPECT_NEAR(again[k][1], a[k][1], 1e-15);
+    }
+  }
+  // A straight line along x: an x move is dropped, a y move kept.
+  const std::vector<Vec3d> straight = {{0, 0, 0}, {1, 0, 0}, {2, 0, 0}};
+  const auto s = across_line(straight, {{0.1, 0.05, 0.02}, {-0.2, 0, 0}, {0.3, -0.01, 0}});
+  EXPECT_EQ(s[0], (Vec3d{0, 0.05, 0.02}));
+  EXPECT_EQ(s[1], (Vec3d{0, 0, 0}));
+  EXPECT_EQ(s[2], (Vec3d{0, -0.01, 0}));
+  // Coinciding neighbours give no direction: the move is kept.
+  EXPECT_EQ(across_line({{1, 1, 0}, {1, 1, 5}}, {{0.1, 0.2, 0.3}, {0, 0, 0}})[0], (Vec3d{0.1, 0.2, 0.3}));
+  EXPECT_THROW(across_line(straight, {{0, 0, 0}}), Error);
+}
+
 }  // namespace
 }  // namespace sl
