@@ -48,6 +48,7 @@
 #include "refine/refine_map.h"
 #include "refine/map_check.h"
 #include "refine/confidence.h"
+#include "refine/lanelet_check.h"
 #include "refine/review.h"
 #include "refine/review_page.h"
 #include "refine/passes.h"
@@ -333,23 +334,32 @@ Calibration calibration_for(const std::string& checkpoint, const InferMapArgs& a
 }
 
 // The review layer beside the refined map and the gate's counts, on stderr.
-void finish_review(const SharedMap& map, const std::vector<Vec3d>& d, const GateTally& tally, const InferMapArgs& a,
+void finish_review(const SharedMap& map, const LaneletKeep& keep, const GateTally& tally, const InferMapArgs& a,
                    const std::vector<std::string>& categories, const std::string& out, const std::string& checkpoint,
                    const TrainedModel& model, const ReviewPointsIn& points) {
   namespace fs = std::filesystem;
+  const std::vector<Vec3d>& d = keep.d;
   const std::vector<VertexFate> fates =
       tally.passes() > 0 ? tally.fates(d) : std::vector<VertexFate>(map.map.vertices.size(), VertexFate::Untouched);
   std::vector<VertexFate> f = fates;
   if (tally.passes() == 0)  // ungated: a moved vertex is moved, the rest untouched
     for (size_t v = 0; v < f.size(); ++v)
       if (d[v][0] != 0 || d[v][1] != 0 || d[v][2] != 0) f[v] = VertexFate::Moved;
+  // A move undone to keep a lanelet valid is for the map maker to look at.
+  for (size_t v = 0; v < f.size(); ++v)
+    if (keep.undone[v]) f[v] = VertexFate::Flagged;
+  if (!keep.notes.empty()) {
+    std::cerr << "  lanelets: " << keep.checked << " with a moved bound, " << keep.kept << " kept valid by undoing the moves of their bounds\n";
+    for (size_t i = 0; i < keep.notes.size() && i < 20; ++i) std::cerr << "    " << keep.notes[i] << "\n";
+    if (keep.notes.size() > 20) std::cerr << "    ... and " << keep.notes.size() - 20 << " more\n";
+  }
   const fs::path o(out);
   const std::string review =
       !a.review.empty() ? a.review : (o.parent_path() / (o.stem().string() + ".review.geojson")).string();
   ReviewCounts rc;
   const std::string made_by =
       "streamline infer --map " + a.map + " --checkpoint " + checkpoint + "; the model: " + model.provenance();
-  const std::string text = review_geojson(map.map, d, f, tally, categories, a.gate, made_by, &rc);
+  const std::string text = review_geojson(map.map, d, f, tally, categories, a.gate, made_by, &rc, &keep.why);
   write_file_atomic(review, text);
   if (tally.passes() > 0) std::cerr << to_text(count_fates(map.map, f, categories));
   // The one page beside it: the counts, where the changes are, the largest and least certain ones over their points.
@@ -453,8 +463,10 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
     return dp;
   };
   if (!cal.empty()) once = gated_pass(once, cal, a.gate, o.map.categories, &tally);
-  const std::vector<Vec3d> d = refine_in_passes(*map, a.passes, once, &passes);
-  if (passes.size() > 1) restate_moves(map->map, d, o.map.categories, &rep.map);
+  // The moves that would break a lanelet undone (refine/lanelet_check.h).
+  const LaneletKeep keep = keep_lanelets_valid(map->map, refine_in_passes(*map, a.passes, once, &passes));
+  const std::vector<Vec3d>& d = keep.d;
+  if (passes.size() > 1 || keep.kept > 0) restate_moves(map->map, d, o.map.categories, &rep.map);
   if (comm.rank() != 0) return 0;
   const MapWriteReport w = write_vector_map(out, map->map, d);
   std::string cats;
@@ -470,7 +482,7 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
             << rep.peak_bytes / 1048576 << " MB of tiles decoded at once\n";
   print_map_report(*map, rep.map, passes, a.passes);
   std::cerr << "  confidence: " << cal_why << "\n";
-  finish_review(*map, d, tally, a, o.map.categories, out, checkpoint, *model, review_points_from_tiles(tiles));
+  finish_review(*map, keep, tally, a, o.map.categories, out, checkpoint, *model, review_points_from_tiles(tiles));
   return 0;
 }
 
@@ -527,8 +539,10 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
     return dp;
   };
   if (!cal.empty()) once = gated_pass(once, cal, a.gate, ro.categories, &tally);
-  const std::vector<Vec3d> d = refine_in_passes(*map, a.passes, once, &passes);
-  if (passes.size() > 1) restate_moves(map->map, d, ro.categories, &rep);
+  // The moves that would break a lanelet undone (refine/lanelet_check.h).
+  const LaneletKeep keep = keep_lanelets_valid(map->map, refine_in_passes(*map, a.passes, once, &passes));
+  const std::vector<Vec3d>& d = keep.d;
+  if (passes.size() > 1 || keep.kept > 0) restate_moves(map->map, d, ro.categories, &rep);
   const MapWriteReport w = write_vector_map(out, map->map, d);
   std::string cats;
   for (const auto& c : ro.categories) cats += (cats.empty() ? "" : ", ") + c;
@@ -540,7 +554,7 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
             << OriginPolicy::at(cloud.origin).describe() << "\n";
   print_map_report(*map, rep, passes, a.passes);
   std::cerr << "  confidence: " << cal_why << "\n";
-  finish_review(*map, d, tally, a, ro.categories, out, checkpoint, *model,
+  finish_review(*map, keep, tally, a, ro.categories, out, checkpoint, *model,
                 [&cloud](const BoxXY& b) { return review_points(cloud, b); });
   return 0;
 }

@@ -152,6 +152,8 @@ class GateTally {
   const std::vector<std::array<double, 2>>& sigma() const { return sigma_; }
   const std::vector<std::array<double, 2>>& shift() const { return shift_; }
   int passes() const { return passes_; }
+  // The last pass still moved vertex v further than `unsettled` metres.
+  bool unsettled(size_t v) const { return v < unsettled_now_.size() && unsettled_now_[v]; }
 
  private:
   double unsettled_;

@@ -53,12 +53,24 @@ std::string position(const VectorMap& map, const Vec3d& w) {
 
 std::string review_geojson(const VectorMap& map, const std::vector<Vec3d>& d, const std::vector<VertexFate>& fates,
                            const GateTally& tally, const std::vector<std::string>& categories, const GateOptions& gate,
-                           const std::string& provenance, ReviewCounts* counts) {
+                           const std::string& provenance, ReviewCounts* counts, const std::vector<std::string>* why) {
   const size_t nv = map.vertices.size();
-  if (d.size() != nv || fates.size() != nv)
+  if (d.size() != nv || fates.size() != nv || (why && why->size() != nv))
     throw Error("review layer: " + std::to_string(d.size()) + " displacements and " + std::to_string(fates.size()) +
                 " fates for " + std::to_string(nv) + " vertices");
   const bool gated = tally.passes() > 0;
+  // Why a flagged vertex is flagged, in the words of its fixme.
+  auto reason = [&](size_t v, bool moved_v) -> std::string {
+    if (why && !(*why)[v].empty()) return (*why)[v];
+    const bool gated_here = gated && v < tally.sigma().size();
+    const double sa = gated_here ? tally.sigma()[v][0] : 0;
+    if (gated_here && sa > gate.flag_sigma)
+      return "too uncertain to trust: sigma across " + num(sa, 3) + " m > " + num(gate.flag_sigma, 3) +
+             (moved_v ? " m; moved by the supported part of its shift" : " m; left as given");
+    if (gated_here && tally.unsettled(v))
+      return "not settled: the last pass still moved it more than " + num(gate.unsettled, 3) + " m";
+    return "flagged";
+  };
   ReviewCounts c;
   std::string o = "{\"type\": \"FeatureCollection\",\n \"streamline:frame\": \"" +
                   esc(map.projection.valid() ? "WGS 84 longitude, latitude, height (from " + map.frame + ")"
@@ -101,8 +113,8 @@ std::string review_geojson(const VectorMap& map, const std::vector<Vec3d>& d, co
       common += ", \"streamline:max_sigma_across_m\": " + num(max_sa, 4) + ", \"streamline:max_sigma_vertical_m\": " +
                 num(max_sz, 4);
     const std::string fixme =
-        flagged ? ", \"fixme\": \"" + std::to_string(flagged) + " vertex(es) too uncertain to trust (sigma across above " +
-                      num(gate.flag_sigma, 3) + " m): check against the points\""
+        flagged ? ", \"fixme\": \"" + std::to_string(flagged) + " flagged vertex(es) (the points named streamline:state "
+                      "flagged say why): check against the points\""
                 : std::string();
     feature(after, common + ", \"streamline:state\": \"refined\", \"streamline:review\": \"pending\"" + fixme);
     feature(before, common + ", \"streamline:state\": \"given\"");
@@ -111,17 +123,16 @@ std::string review_geojson(const VectorMap& map, const std::vector<Vec3d>& d, co
       if (fates[v] != VertexFate::Flagged || point_written[v]) continue;
       point_written[v] = true;
       c.flagged_vertices++;
-      const auto& s = tally.sigma()[v];
-      const auto& sh = tally.shift()[v];
+      const bool known = gated && v < tally.sigma().size();  // an ungated run flags only what it undid
+      const std::array<double, 2> s = known ? tally.sigma()[v] : std::array<double, 2>{0, 0};
+      const std::array<double, 2> sh = known ? tally.shift()[v] : std::array<double, 2>{0, 0};
       const bool moved_v = d[v][0] != 0 || d[v][1] != 0 || d[v][2] != 0;
       feature("{\"type\": \"Point\", \"coordinates\": " + position(map, map.vertices[v].world) + "}",
               "\"streamline:line\": \"" + esc(map.label(l)) + "\", \"streamline:state\": \"flagged\", "
               "\"streamline:sigma_across_m\": " + num(s[0], 4) + ", \"streamline:sigma_vertical_m\": " + num(s[1], 4) +
               ", \"streamline:proposed_shift_across_m\": " + num(sh[0], 4) +
               ", \"streamline:proposed_shift_vertical_m\": " + num(sh[1], 4) +
-              ", \"streamline:moved\": " + (moved_v ? "true" : "false") +
-              ", \"fixme\": \"too uncertain to trust: sigma across " + num(s[0], 3) + " m > " + num(gate.flag_sigma, 3) +
-              (moved_v ? " m; moved by the supported part of its shift\"" : " m; left as given\""));
+              ", \"streamline:moved\": " + (moved_v ? "true" : "false") + ", \"fixme\": \"" + esc(reason(v, moved_v)) + "\"");
     }
   }
   o += "\n ]}\n";

@@ -31,9 +31,13 @@ struct ReviewCounts {
 
 // The layer's text: `map` as given, `d` the total displacement of every vertex, `fates` and `tally`
 // from the gated passes (GateTally::fates, sigma, shift; an empty tally: no confidence, sigma 0).
+// `why` (optional, one per vertex): for a flagged vertex, why it was flagged where the gate did not
+// flag it (a move undone to keep a lanelet valid: refine/lanelet_check.h); the gate's own flags say
+// theirs (sigma above the flag threshold, or still moving in the last pass).
 std::string review_geojson(const VectorMap& map, const std::vector<Vec3d>& d, const std::vector<VertexFate>& fates,
                            const GateTally& tally, const std::vector<std::string>& categories, const GateOptions& gate,
-                           const std::string& provenance, ReviewCounts* counts = nullptr);
+                           const std::string& provenance, ReviewCounts* counts = nullptr,
+                           const std::vector<std::string>* why = nullptr);
 
 // How the refined lines still "pending" (or with no decision) are applied.
 enum class PendingAs { Rejected, Accepted };

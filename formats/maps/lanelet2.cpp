@@ -64,6 +64,12 @@ struct RawNode {
   VertexSource src;
 };
 
+struct RawRelation {
+  int64_t id = 0;
+  bool lanelet = false;                    // tagged type=lanelet
+  std::vector<int64_t> left, right;        // way members of roles left and right
+};
+
 struct RawWay {
   int64_t id = 0;
   size_t line = 0;
@@ -85,6 +91,8 @@ struct Parser {
   int64_t cur_id = 0;
   std::vector<RawNode> nodes;
   std::vector<RawWay> ways;
+  RawRelation relation;
+  std::vector<RawRelation> lanelet_relations;
   int64_t relations = 0, deleted = 0, other_elements = 0, empty_latlon = 0;
   std::string error;
   std::vector<Attr> attrs;
@@ -151,7 +159,7 @@ struct Parser {
         return;
       }
       const size_t line = XML_GetCurrentLineNumber(xp);
-      if (cur == El::Relation) ++relations;
+      if (cur == El::Relation) ++relations, relation = RawRelation{cur_id, false, {}, {}};
       if (cur == El::Way) way = RawWay{cur_id, line, {}, {}, {}};
       if (cur == El::Node) {
         node = RawNode{cur_id, line, {}};
@@ -175,6 +183,23 @@ struct Parser {
         }
         if (const Attr* a = attr("action")) s.action_at = a->value;
         s.quote = attrs.empty() ? '"' : attrs.front().quote;
+      }
+      return;
+    }
+    if (depth == 3 && !cur_deleted && cur == El::Relation) {
+      // Only what a lanelet's bounds need: its type tag and its way members of roles left / right.
+      if (std::strcmp(name, "member") == 0) {
+        const char* type = find(atts, "type");
+        const char* role = find(atts, "role");
+        const char* ref = find(atts, "ref");
+        int64_t r = 0;
+        if (!type || std::strcmp(type, "way") != 0 || !role || !ref || !parse_int64(ref, &r)) return;
+        if (std::strcmp(role, "left") == 0) relation.left.push_back(r);
+        if (std::strcmp(role, "right") == 0) relation.right.push_back(r);
+      } else if (std::strcmp(name, "tag") == 0) {
+        const char* k = find(atts, "k");
+        const char* v = find(atts, "v");
+        if (k && v && std::strcmp(k, "type") == 0 && std::strcmp(v, "lanelet") == 0) relation.lanelet = true;
       }
       return;
     }
@@ -227,6 +252,7 @@ struct Parser {
         }
       }
       if (cur == El::Way) ways.push_back(std::move(way));
+      if (cur == El::Relation && relation.lanelet) lanelet_relations.push_back(std::move(relation));
     }
     if (depth == 2) cur = El::None, cur_deleted = false;
     --depth;
@@ -331,6 +357,15 @@ VectorMap parse_lanelet2(const std::string& text, const std::string& path, const
       l.vertex.push_back(vertex_of[n]);
     }
     map.lines.push_back(std::move(l));
+  }
+  // Lanelets with one left and one right bound that are both lines of the map.
+  std::unordered_map<int64_t, size_t> line_of_way;
+  for (size_t l = 0; l < map.lines.size(); ++l) line_of_way.emplace(map.lines[l].id, l);
+  for (const RawRelation& r : p.lanelet_relations) {
+    if (r.left.size() != 1 || r.right.size() != 1) continue;
+    const auto a = line_of_way.find(r.left[0]), b = line_of_way.find(r.right[0]);
+    if (a == line_of_way.end() || b == line_of_way.end()) continue;
+    map.lanelets.push_back(MapLanelet{r.id, int64_t(a->second), int64_t(b->second)});
   }
   map.counts["nodes"] = int64_t(p.nodes.size());
   map.counts["ways"] = int64_t(p.ways.size());

@@ -83,6 +83,13 @@ struct MapLine {
   std::vector<Vec3d> points;     // the same vertices' world coordinates
 };
 
+// A Lanelet2 lanelet: a relation tagged type=lanelet whose left and right bounds (members of roles
+// "left" and "right") are lines of the map (typed ways of >= 2 nodes).
+struct MapLanelet {
+  int64_t id = 0;              // the relation's id
+  int64_t left = -1, right = -1;  // indices into VectorMap::lines
+};
+
 struct VectorMap {
   MapFormat format = MapFormat::Lanelet2;
   std::string path;
@@ -94,6 +101,9 @@ struct VectorMap {
   Projection geodetic;
   std::vector<MapVertex> vertices;
   std::vector<MapLine> lines;
+  // Lanelet2: the lanelets whose two bounds are lines here (GeoJSON: none). A write-back that would
+  // make their bounds cross is kept from doing so (refine/lanelet_check.h).
+  std::vector<MapLanelet> lanelets;
   // What the reader saw and left out, in words and counts (for inspect and reports), e.g.
   // "nodes" 1200, "ways without type" 3, "relations" 40, "Point features skipped" 2.
   std::map<std::string, int64_t> counts;

@@ -313,6 +313,23 @@ TEST_F(ConfidenceFiles, TheReviewLayerHoldsTheChangedLinesBeforeAndAfterAndTheFl
   EXPECT_STREQ(point["geometry"]["type"].GetString(), "Point");
   EXPECT_NEAR(point["properties"]["streamline:sigma_across_m"].GetDouble(), 0.3, 1e-9);
   EXPECT_NE(std::string(point["properties"]["fixme"].GetString()).find("too uncertain"), std::string::npos);
+
+  // A move undone to keep a lanelet valid (lanelet_check.h), in an ungated run (no tally): the
+  // vertex is flagged with that reason, its sigma 0.
+  std::vector<VertexFate> fates(nv, VertexFate::Untouched);
+  fates[curb[0]] = VertexFate::Moved;
+  fates[curb[1]] = VertexFate::Flagged;
+  std::vector<std::string> why(nv);
+  why[curb[1]] = "kept as given: the moves made lanelet 7 invalid (x)";
+  const std::string ungated = review_geojson(m.map, d, fates, GateTally{}, {"curbstone"}, GateOptions{}, "test", &rc, &why);
+  rapidjson::Document u;
+  u.Parse(ungated.c_str());
+  ASSERT_FALSE(u.HasParseError()) << ungated;
+  ASSERT_EQ(u["features"].Size(), 3u) << ungated;
+  EXPECT_STREQ(u["features"][2]["properties"]["fixme"].GetString(), why[curb[1]].c_str());
+  EXPECT_EQ(u["features"][2]["properties"]["streamline:sigma_across_m"].GetDouble(), 0.0);
+  std::vector<std::string> short_why(1);
+  EXPECT_THROW(review_geojson(m.map, d, fates, GateTally{}, {"curbstone"}, GateOptions{}, "test", &rc, &short_why), Error);
 }
 
 }  // namespace
