@@ -9,7 +9,9 @@
 //   2. time per sample: the brute-force reference vs the grid (checked equal on every sample),
 //      beside the crop's own time.
 // Prints markdown tables (medians); the numbers go in bench/results/group.md with the machine.
-//   bench_group DATA_ROOT [--scenes N] [--reps N] [--k K] [--radius R] [--crop R] [--no-sweep]  (DATA_ROOT: gen-data output)
+//   bench_group DATA_ROOT [--scenes N] [--reps N] [--k K] [--radius R] [--crop R] [--aspect A] [--no-sweep] [--no-shapes]
+//   (DATA_ROOT: gen-data output; --aspect: the window's shape in part 2, the reference vs the grid;
+//   --no-shapes: skip part 1b)
 #include <algorithm>
 #include <ctime>
 #include <cmath>
@@ -59,12 +61,16 @@ int main(int argc, char** argv) {
   }
   const std::string root = argv[1];
   int max_scenes = 8, reps = 5, k_time = 32;
-  float r_time = 0.8f, crop_radius = 2.0f;
-  bool sweep = true;
+  float r_time = 0.8f, crop_radius = 2.0f, aspect_time = 1.f;
+  bool sweep = true, shapes = true;
   for (int i = 2; i < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--no-sweep") {
       sweep = false, --i;
+      continue;
+    }
+    if (a == "--no-shapes") {
+      shapes = false, --i;
       continue;
     }
     if (i + 1 >= argc) break;
@@ -73,6 +79,7 @@ int main(int argc, char** argv) {
     else if (a == "--k") k_time = std::atoi(argv[i + 1]);
     else if (a == "--radius") r_time = (float)std::atof(argv[i + 1]);
     else if (a == "--crop") crop_radius = (float)std::atof(argv[i + 1]);
+    else if (a == "--aspect") aspect_time = (float)std::atof(argv[i + 1]);
   }
   std::vector<std::string> pcds;
   for (const auto& e : fs::directory_iterator(root + "/train"))
@@ -155,6 +162,7 @@ int main(int argc, char** argv) {
   };
   for (const Shape& sh : {Shape{sl::GroupSelect::kNearest, 1.f, "nearest"}, Shape{sl::GroupSelect::kNearest, 4.f, "nearest"},
                           Shape{sl::GroupSelect::kNearest, 8.f, "nearest"}, Shape{sl::GroupSelect::kSpread, 1.f, "spread"}}) {
+    if (!shapes) break;
     double evidence = 0, close = 0, n = 0, us = 0;
     std::vector<double> reach;
     for (const Piece& p : pieces) {
@@ -197,9 +205,10 @@ int main(int argc, char** argv) {
     sl::Groups want, got;
     for (int r = 0; r < reps; ++r) {
       const double t0 = cpu_us();
-      want = sl::group_points_reference(clouds[p.scene], p.crop, p.noisy, k_time, r_time);
+      want = sl::group_points_reference(clouds[p.scene], p.crop, p.noisy, k_time, r_time, sl::GroupSelect::kNearest,
+                                        aspect_time);
       const double t1 = cpu_us();
-      got = sl::group_points(clouds[p.scene], p.crop, p.noisy, k_time, r_time);
+      got = sl::group_points(clouds[p.scene], p.crop, p.noisy, k_time, r_time, sl::GroupSelect::kNearest, aspect_time);
       const double t2 = cpu_us();
       a.push_back(t1 - t0);
       b.push_back(t2 - t1);
@@ -214,8 +223,8 @@ int main(int argc, char** argv) {
   }
   double sum_ref = 0, sum_fast = 0;
   for (size_t i = 0; i < t_ref.size(); ++i) sum_ref += t_ref[i], sum_fast += t_fast[i];
-  std::printf("\nK %d, R %.2f m, thread CPU time per sample (median of %d reps each; mean and median over samples):\n\n",
-              k_time, r_time, reps);
+  std::printf("\nK %d, R %.2f m, aspect %g, thread CPU time per sample (median of %d reps each; mean and median over samples):\n\n",
+              k_time, r_time, aspect_time, reps);
   std::printf("| method | mean us | median us | samples/s (1 thread) |\n|---|---:|---:|---:|\n");
   std::printf("| group_points_reference (brute force) | %.1f | %.1f | %.0f |\n", sum_ref / t_ref.size(), median(t_ref),
               1e6 * t_ref.size() / sum_ref);

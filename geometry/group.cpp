@@ -130,16 +130,33 @@ void select_k(uint64_t* a, size_t n, size_t k) {
     if (k <= m) hi = m;
     else lo = m;
   }
-  for (size_t i = lo + 1; i < hi; ++i)
-    for (size_t j = i; j > lo && a[j] < a[j - 1]; --j) std::swap(a[j], a[j - 1]);
+  // The last few by their ranks (how many keys precede each, equal keys by position), counted
+  // branch-free: an insertion sort's compares here were as unpredictable as the partitions'.
+  const size_t m = hi - lo;
+  uint64_t v[16];
+  uint8_t rank[16];
+  std::memcpy(v, a + lo, m * sizeof(uint64_t));
+  for (size_t i = 0; i < m; ++i) {
+    unsigned r = 0;
+    for (size_t j = 0; j < m; ++j) r += (v[j] < v[i]) | ((v[j] == v[i]) & (j < i));
+    rank[i] = (uint8_t)r;
+  }
+  for (size_t i = 0; i < m; ++i) a[lo + rank[i]] = v[i];
 }
+
+// A crop point in the grid: its x, y and cloud id, one 16-byte store when the points are sorted by
+// cell (three arrays were three scattered stores a point, the most of the sort's time).
+struct CellPoint {
+  float x, y;
+  uint32_t id, pad;
+};
 
 // A thread's buffers for group_points, kept between calls.
 struct Scratch {
-  std::vector<uint32_t> start, fill, sid;
+  std::vector<uint32_t> start, fill;
   std::vector<int32_t> cell_of;
   std::vector<float> xs, ys;  // the crop's x, y in its order (read once from the cloud)
-  std::vector<float> sx, sy;  // the same, cell by cell
+  std::vector<CellPoint> sorted;  // the same with their ids, cell by cell
   std::vector<uint64_t> cand, cells;
 };
 
@@ -196,8 +213,15 @@ Groups group_points(const PointCloud& cloud, const std::vector<uint32_t>& crop, 
   Groups g = make_groups(L, k);
   const float r2 = radius * radius;
   const size_t n_crop = crop.size(), n_cloud = cloud.size();
-  for (uint32_t id : crop)
-    if (id >= n_cloud) bad_id(who, id, n_cloud);
+  {
+    // The largest id against the cloud's size: a reduction the compiler vectorizes (a check per
+    // id, with its early exit, was a scalar loop over the whole crop).
+    uint32_t top = 0;
+    for (uint32_t id : crop) top = std::max(top, id);
+    if (n_crop > 0 && top >= n_cloud)
+      for (uint32_t id : crop)
+        if (id >= n_cloud) bad_id(who, id, n_cloud);
+  }
 
   // The grid lies in the line's frame: axis u from the first finite line point to the last (the
   // line's overall direction), v across it, the origin at the first. There a window's ellipse
@@ -258,48 +282,58 @@ Groups group_points(const PointCloud& cloud, const std::vector<uint32_t>& crop, 
   // coordinates and ids cell by cell. The buffers are the thread's own, reused across samples.
   thread_local Scratch t;
   t.start.assign((size_t)nx * (size_t)ny + 1, 0);
-  t.cell_of.resize(n_crop), t.sx.resize(n_crop), t.sy.resize(n_crop);
+  t.cell_of.resize(n_crop);
   t.xs.resize(n_crop), t.ys.resize(n_crop);
   // The one pass that reads the cloud's x and y: scattered (the crop lists points by the scene's
   // cells, and a cell's points lie far apart in a map's file), so they are prefetched kAhead points
   // ahead (measured on a map: 12% off the whole data path's CPU time with the grouping).
   constexpr size_t kAhead = 32;
   // Raw pointers in the loops: through the vectors the compiler reloads their data after a store.
+  // Three loops: the reads (scattered, prefetched), the cells (from the copies: a loop without
+  // a load through an id or a store to a counter, which the compiler vectorizes), the counts.
   {
     const uint32_t* const ids = crop.data();
     float *const xs = t.xs.data(), *const ys = t.ys.data();
     int32_t* const cell_of = t.cell_of.data();
     uint32_t* const start = t.start.data();
-    for (size_t j = 0; j < n_crop; ++j) {
-      if (j + kAhead < n_crop) __builtin_prefetch(c.x + ids[j + kAhead]), __builtin_prefetch(c.y + ids[j + kAhead]);
-      const uint32_t id = ids[j];
-      const float x = c.x[id], y = c.y[id];
-      xs[j] = x, ys[j] = y;
-      const float a = fa(x, y), b = fb(x, y);
-      // outside every window (or not finite): -1
-      const int32_t s = (a >= a0 && a <= a1 && b >= b0 && b <= b1) ? col_of(a) * ny + row_of(b) : -1;
-      cell_of[j] = s;
-      ++start[(size_t)(s + 1)];  // branch-free: [0] counts the points outside, reset below
+    const size_t n_ahead = n_crop > kAhead ? n_crop - kAhead : 0;
+    size_t j = 0;
+    for (; j < n_ahead; ++j) {
+      __builtin_prefetch(c.x + ids[j + kAhead]), __builtin_prefetch(c.y + ids[j + kAhead]);
+      xs[j] = c.x[ids[j]], ys[j] = c.y[ids[j]];
     }
+    for (; j < n_crop; ++j) xs[j] = c.x[ids[j]], ys[j] = c.y[ids[j]];
+    const float inv_a_ = inv_a, inv_b_ = inv_b, top_a = (float)(nx - 1), top_b = (float)(ny - 1);
+    const int32_t ny_ = ny;
+    for (j = 0; j < n_crop; ++j) {
+      const float x = xs[j], y = ys[j];
+      const float a = ux * (x - ox) + uy * (y - oy), b = ux * (y - oy) - uy * (x - ox);  // fa, fb
+      // col_of, row_of: clamped as floats first (NaN to 0), so that the conversion is always defined
+      const float sa = (a - a0) * inv_a_, sb = (b - b0) * inv_b_;
+      const int32_t col = (int32_t)std::min(sa > 0.f ? sa : 0.f, top_a), row = (int32_t)std::min(sb > 0.f ? sb : 0.f, top_b);
+      // outside every window (or not finite): -1
+      const bool in = (a >= a0) & (a <= a1) & (b >= b0) & (b <= b1);
+      cell_of[j] = in ? col * ny_ + row : -1;
+    }
+    for (j = 0; j < n_crop; ++j) ++start[(size_t)(cell_of[j] + 1)];  // [0] counts the points outside, reset below
   }
   t.start[0] = 0;  // it counted the points outside
   uint32_t most = 0;  // the fullest cell
   for (size_t s = 1; s < t.start.size(); ++s) most = std::max(most, t.start[s]), t.start[s] += t.start[s - 1];
   const size_t n_in = t.start.back();
-  t.sid.resize(n_in);
+  if (t.sorted.size() < n_in) t.sorted.resize(n_in);
   t.fill.assign(t.start.begin(), t.start.end() - 1);
   {
     const uint32_t* const ids = crop.data();
     const float *const xs = t.xs.data(), *const ys = t.ys.data();
     const int32_t* const cell_of = t.cell_of.data();
     uint32_t* const fill = t.fill.data();
-    float *const sx = t.sx.data(), *const sy = t.sy.data();
-    uint32_t* const sid = t.sid.data();
+    CellPoint* const sorted = t.sorted.data();
     for (size_t j = 0; j < n_crop; ++j) {
       const int32_t s = cell_of[j];
       if (s < 0) continue;
       const uint32_t at = fill[s]++;
-      sx[at] = xs[j], sy[at] = ys[j], sid[at] = ids[j];
+      sorted[at] = CellPoint{xs[j], ys[j], ids[j], 0};
     }
   }
 
@@ -310,6 +344,8 @@ Groups group_points(const PointCloud& cloud, const std::vector<uint32_t>& crop, 
   const size_t cap = spread ? std::numeric_limits<size_t>::max() : 2 * K;
   const size_t need = (spread ? n_in : cap) + most;
   if (t.cand.size() < need) t.cand.resize(need);
+  const CellPoint* const pts = t.sorted.data();
+  const uint32_t* const cell_start = t.start.data();
   for (int64_t l = 0; l < L; ++l) {
     const float* q = &line.data[(size_t)l * 3];
     const float qx = q[0], qy = q[1];
@@ -343,10 +379,11 @@ Groups group_points(const PointCloud& cloud, const std::vector<uint32_t>& crop, 
     auto scan = [&](size_t slot) {
       // Branch-free: whether a point passes is a coin flip for the branch predictor, so every
       // key is written and the count advances over those that pass.
-      for (uint32_t i = t.start[slot], e = t.start[slot + 1]; i < e; ++i) {
-        const float d2 = dist2(t.sx[i], t.sy[i], qx, qy);
-        const float rk = rank_dist2(d2, t.sx[i] - qx, t.sy[i] - qy, sh);
-        cand[n] = rank_key(rk, t.sid[i]);
+      for (uint32_t i = cell_start[slot], e = cell_start[slot + 1]; i < e; ++i) {
+        const CellPoint& p = pts[i];
+        const float d2 = dist2(p.x, p.y, qx, qy);
+        const float rk = rank_dist2(d2, p.x - qx, p.y - qy, sh);
+        cand[n] = rank_key(rk, p.id);
         n += (d2 <= r2) & (rk <= rank_bar);
       }
       if (n >= cap) cut();

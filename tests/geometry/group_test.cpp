@@ -207,6 +207,31 @@ TEST(Group, GroupsDependOnTheCropsSetNotItsOrder) {
   EXPECT_TRUE(same_bits(a.count, b.count));
 }
 
+// A crop that lists points twice (not what crop_polyline makes, but group_points accepts it): every
+// copy is a candidate, as in the reference, so equal keys reach the selection; on a 0.3 m square of
+// lattice positions (most points tie), at K below, near and above the window's count, and every
+// aspect: the reference's groups, bit for bit.
+TEST(Group, RepeatedCropIdsAndDenseTiesMatchTheReferenceAtEveryK) {
+  sl::Rng rng(43);
+  for (int trial = 0; trial < 12; ++trial) {
+    const sl::PointCloud cloud = lattice_cloud(rng, 1500, 0.15f, 2.f);
+    std::vector<uint32_t> crop;
+    for (uint32_t i = 0; i < 1500; ++i) {
+      if (rng.uniform() < 0.6) crop.push_back(i);
+      if (rng.uniform() < 0.2) crop.push_back(i);  // a second copy
+    }
+    for (size_t i = crop.size(); i > 1; --i) std::swap(crop[i - 1], crop[(size_t)(rng.uniform() * (double)i)]);
+    const sl::Tensor line = random_line(rng, 8, 0.3f, 2.f);
+    for (int k : {5, 17, 64, 300})
+      for (float aspect : {1.f, 8.f}) {
+        const sl::Groups want = sl::group_points_reference(cloud, crop, line, k, 0.4f, sl::GroupSelect::kNearest, aspect);
+        const sl::Groups got = sl::group_points(cloud, crop, line, k, 0.4f, sl::GroupSelect::kNearest, aspect);
+        ASSERT_TRUE(same_bits(got.count, want.count)) << "trial " << trial << " k " << k << " aspect " << aspect;
+        ASSERT_TRUE(same_bits(got.local, want.local)) << "trial " << trial << " k " << k << " aspect " << aspect;
+      }
+  }
+}
+
 // One line point at (1, 2, 3): offsets, intensity, nearest first, ties by id, the point at
 // exactly the radius in and the next float out, padding with the nearest.
 TEST(Group, OffsetsOrderTiesRadiusEdgeAndPaddingByHand) {
