@@ -334,9 +334,11 @@ Calibration calibration_for(const std::string& checkpoint, const InferMapArgs& a
 }
 
 // The review layer beside the refined map and the gate's counts, on stderr.
-void finish_review(const SharedMap& map, const LaneletKeep& keep, const GateTally& tally, const InferMapArgs& a,
-                   const std::vector<std::string>& categories, const std::string& out, const std::string& checkpoint,
-                   const TrainedModel& model, const ReviewPointsIn& points) {
+// `sparse`: the segments the last pass bent away from (MapRefineReport::sparse).
+void finish_review(const SharedMap& map, const LaneletKeep& keep, const std::vector<SparseSpan>& sparse,
+                   const GateTally& tally, const InferMapArgs& a, const std::vector<std::string>& categories,
+                   const std::string& out, const std::string& checkpoint, const TrainedModel& model,
+                   const ReviewPointsIn& points) {
   namespace fs = std::filesystem;
   const std::vector<Vec3d>& d = keep.d;
   const std::vector<VertexFate> fates =
@@ -359,7 +361,10 @@ void finish_review(const SharedMap& map, const LaneletKeep& keep, const GateTall
   ReviewCounts rc;
   const std::string made_by =
       "streamline infer --map " + a.map + " --checkpoint " + checkpoint + "; the model: " + model.provenance();
-  const std::string text = review_geojson(map.map, d, f, tally, categories, a.gate, made_by, &rc, &keep.why);
+  const std::string text = review_geojson(map.map, d, f, tally, categories, a.gate, made_by, &rc, &keep.why, &sparse);
+  if (rc.sparse_segments > 0)
+    std::cerr << "  " << rc.sparse_segments << " segment(s) the points bend away from by more than "
+              << kDefaultBendTolerance << " m: curves drawn with too few vertices (in the review layer, to add vertices)\n";
   write_file_atomic(review, text);
   if (tally.passes() > 0) std::cerr << to_text(count_fates(map.map, f, categories));
   // The one page beside it: the counts, where the changes are, the largest and least certain ones over their points.
@@ -455,9 +460,11 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
   std::string cal_why;
   const Calibration cal = calibration_for(checkpoint, a, &cal_why);
   GateTally tally(a.gate.unsettled);
+  std::vector<SparseSpan> sparse;  // the last pass's
   RefinePass once = [&](const SharedMap& m, int pass, MapRefineReport* out) {
     TiledRefineReport r;
     std::vector<Vec3d> dp = refine_map_tiles(*model, m, tiles, o, &comm, &r);
+    sparse = r.map.sparse;
     if (out) *out = r.map;
     if (pass == 1) rep = std::move(r);
     return dp;
@@ -482,7 +489,7 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
             << rep.peak_bytes / 1048576 << " MB of tiles decoded at once\n";
   print_map_report(*map, rep.map, passes, a.passes);
   std::cerr << "  confidence: " << cal_why << "\n";
-  finish_review(*map, keep, tally, a, o.map.categories, out, checkpoint, *model, review_points_from_tiles(tiles));
+  finish_review(*map, keep, sparse, tally, a, o.map.categories, out, checkpoint, *model, review_points_from_tiles(tiles));
   return 0;
 }
 
@@ -531,9 +538,11 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
   std::string cal_why;
   const Calibration cal = calibration_for(checkpoint, a, &cal_why);
   GateTally tally(a.gate.unsettled);
+  std::vector<SparseSpan> sparse;  // the last pass's
   RefinePass once = [&](const SharedMap& m, int pass, MapRefineReport* out) {
     MapRefineReport r;
     std::vector<Vec3d> dp = refine_map(*model, m, cloud, boxes, ro, &r);
+    sparse = r.sparse;
     if (out) *out = r;
     if (pass == 1) rep = std::move(r);
     return dp;
@@ -554,7 +563,7 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
             << OriginPolicy::at(cloud.origin).describe() << "\n";
   print_map_report(*map, rep, passes, a.passes);
   std::cerr << "  confidence: " << cal_why << "\n";
-  finish_review(*map, keep, tally, a, ro.categories, out, checkpoint, *model,
+  finish_review(*map, keep, sparse, tally, a, ro.categories, out, checkpoint, *model,
                 [&cloud](const BoxXY& b) { return review_points(cloud, b); });
   return 0;
 }

@@ -73,6 +73,49 @@ std::vector<Vec3d> vertex_displacements(const std::vector<Vec3d>& vertices, cons
   return out;
 }
 
+std::vector<SegmentBend> segment_bends(const std::vector<Vec3d>& vertices, const std::vector<PieceOffsets>& pieces,
+                                       const std::vector<Vec3d>& d, int min_samples) {
+  if (d.size() != vertices.size())
+    throw Error("segment_bends: " + std::to_string(d.size()) + " displacements for " + std::to_string(vertices.size()) +
+                " vertices");
+  constexpr double kInside = 1e-6;  // metres: a position on a vertex belongs to neither segment
+  const std::vector<double> s = arc_lengths(vertices);
+  const size_t n = vertices.size();
+  std::vector<SegmentBend> all(n > 1 ? n - 1 : 0);
+  std::vector<double> sum(all.size(), 0.0);
+  for (size_t k = 0; k < all.size(); ++k) all[k].segment = k;
+  for (const auto& pc : pieces) {
+    if (pc.s.size() != pc.offset.size()) throw Error("segment_bends: a piece's positions and offsets differ in number");
+    for (size_t j = 0; j < pc.s.size(); ++j) {
+      const double x = pc.s[j];
+      // The segment holding x strictly inside: s[k] < x < s[k + 1].
+      const size_t hi = size_t(std::upper_bound(s.begin(), s.end(), x) - s.begin());
+      if (hi == 0 || hi >= n) continue;
+      const size_t k = hi - 1;
+      const double span = s[k + 1] - s[k];
+      if (!(span > 0) || x - s[k] <= kInside || s[k + 1] - x <= kInside) continue;
+      const double tx = vertices[k + 1][0] - vertices[k][0], ty = vertices[k + 1][1] - vertices[k][1];
+      const double len = std::hypot(tx, ty);
+      if (!(len > 0)) continue;
+      const double nx = -ty / len, ny = tx / len, t = (x - s[k]) / span;
+      const double rx = pc.offset[j][0] - (d[k][0] + t * (d[k + 1][0] - d[k][0]));
+      const double ry = pc.offset[j][1] - (d[k][1] + t * (d[k + 1][1] - d[k][1]));
+      const double r = rx * nx + ry * ny;
+      SegmentBend& b = all[k];
+      b.samples++;
+      sum[k] += r;
+      b.max_abs = std::max(b.max_abs, std::fabs(r));
+    }
+  }
+  std::vector<SegmentBend> out;
+  for (size_t k = 0; k < all.size(); ++k) {
+    if (all[k].samples < std::max(1, min_samples)) continue;
+    all[k].mean = sum[k] / all[k].samples;
+    out.push_back(all[k]);
+  }
+  return out;
+}
+
 std::vector<Vec3d> across_line(const std::vector<Vec3d>& vertices, std::vector<Vec3d> d) {
   if (d.size() != vertices.size())
     throw Error("across_line: " + std::to_string(d.size()) + " displacements for " + std::to_string(vertices.size()) +

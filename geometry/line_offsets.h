@@ -4,6 +4,7 @@
 // not the map's vertices, and a map maker's vertex count and spacing must survive).
 #pragma once
 #include <array>
+#include <cstddef>
 #include <vector>
 
 namespace sl {
@@ -37,6 +38,22 @@ PieceOffsets uniform_piece(double s0, double s1, std::vector<Vec3d> offsets);
 // Throws sl::Error for a piece whose s and offset differ in size, has < 2 positions, or decreases.
 std::vector<Vec3d> vertex_displacements(const std::vector<Vec3d>& vertices, const std::vector<PieceOffsets>& pieces,
                                         std::vector<int>* covered = nullptr);
+
+// How far a refinement known densely along a line bends away from the line's own segments once
+// its vertices have moved: per segment k (vertex k to k + 1), over the pieces' positions strictly
+// inside it, the signed horizontal distance, across the segment (its left normal), between the
+// refinement there and the moved segment there, i.e. (offset(s) - lerp(d_k, d_k+1, t)) . normal --
+// a curve drawn with too few vertices shows as a bend of one sign (its sagitta), the model's own
+// scatter as noise around 0. `d`: the line's vertex moves (vertex_displacements, across_line).
+struct SegmentBend {
+  std::size_t segment = 0;  // from vertex `segment` to `segment + 1`
+  int samples = 0;     // positions of the pieces inside it
+  double mean = 0;     // metres, signed (+: to the segment's left)
+  double max_abs = 0;  // metres
+};
+// The segments with at least `min_samples` positions inside. Throws sl::Error for sizes that differ.
+std::vector<SegmentBend> segment_bends(const std::vector<Vec3d>& vertices, const std::vector<PieceOffsets>& pieces,
+                                       const std::vector<Vec3d>& d, int min_samples = 3);
 
 // `d` (one displacement per vertex of the line `vertices`) with the part along the line taken out:
 // in xy each vertex keeps only its move across the line (along the horizontal normal of the line

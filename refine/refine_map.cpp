@@ -66,7 +66,8 @@ std::vector<PieceOffsets> piece_offsets_along(const std::vector<const RefinedPie
 }
 
 void propose_refinement(const VectorMap& map, const std::vector<LinePortion>& parts,
-                        const std::vector<RefinedPiece>& pieces, MapEdit& edit, MapEdit* spread) {
+                        const std::vector<RefinedPiece>& pieces, MapEdit& edit, MapEdit* spread,
+                        std::vector<SparseSpan>* sparse, double bend_tolerance) {
   // Pieces of each part, in piece order; parts of each map line.
   std::vector<std::vector<const RefinedPiece*>> of_part(parts.size());
   for (const auto& p : pieces) {
@@ -90,6 +91,9 @@ void propose_refinement(const VectorMap& map, const std::vector<LinePortion>& pa
     // lines' across moves, averaged).
     const std::vector<Vec3d> d = across_line(map.lines[line].points, vertex_displacements(map.lines[line].points, pcs, &covered));
     edit.propose(line, d, &covered);
+    if (sparse)
+      for (const SegmentBend& b : segment_bends(map.lines[line].points, pcs, d))
+        if (std::fabs(b.mean) > bend_tolerance) sparse->push_back(SparseSpan{line, b.segment, b.samples, b.mean, b.max_abs});
     if (spread) spread->propose(line, vertex_displacements(map.lines[line].points, spr), &covered);
   }
 }
@@ -108,11 +112,13 @@ std::vector<Vec3d> refine_map(const TrainedModel& model, const SharedMap& shared
   // Also with no part on the clouds: the checkpoint and its pipeline are checked all the same.
   const std::vector<RefinedPiece> pieces = refine_pieces(model, cloud, lf, &ir, options.batch);
   MapEdit edit(map), spread(map);
-  propose_refinement(map, parts, pieces, edit, &spread);
+  std::vector<SparseSpan> sparse;
+  propose_refinement(map, parts, pieces, edit, &spread, &sparse, options.bend_tolerance);
   std::vector<Vec3d> d = edit.displacements();
   if (report) {
     *report = map_refine_report(map, parts, pieces, ir, edit, d, options.categories);
     report->spread = spread.displacements();
+    report->sparse = std::move(sparse);
   }
   return d;
 }

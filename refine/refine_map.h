@@ -20,10 +20,24 @@
 
 namespace sl {
 
+// A segment of a map line the refinement bends away from by more than the tolerance on average
+// (segment_bends): a curve drawn with too few vertices, which moving its vertices cannot follow.
+// The review layer shows it for the map maker to add vertices.
+inline constexpr double kDefaultBendTolerance = 0.05;  // metres
+
 struct MapRefineOptions {
   std::vector<std::string> categories;  // category_matches entries; empty: every line
   double margin = 0, min_length = 1.0;  // as read_map_lines: which parts of a line lie on a cloud
   int batch = 64;                       // pieces per model call
+  double bend_tolerance = kDefaultBendTolerance;  // metres: a segment bent from by more is reported
+};
+
+struct SparseSpan {
+  uint32_t line = 0;    // index into VectorMap::lines
+  size_t segment = 0;   // from the line's vertex `segment` to the next
+  int samples = 0;      // refined positions inside it
+  double bend = 0;      // metres, signed mean (+: the points lie to the segment's left)
+  double max_bend = 0;  // metres
 };
 
 struct MapCategoryReport {
@@ -49,6 +63,8 @@ struct MapRefineReport {
   // Per map vertex: 1 where it lies on a part of a wanted line over the clouds (what the refinement
   // was asked to move; a vertex there that no refined piece covers had no data).
   std::vector<uint8_t> on_clouds;
+  // Segments the refinement bends away from by more than MapRefineOptions::bend_tolerance, in line order.
+  std::vector<SparseSpan> sparse;
 };
 
 // The refined pieces of one part of a map line, placed along the line: the pieces tile the part
@@ -62,8 +78,10 @@ std::vector<PieceOffsets> piece_offsets_along(const std::vector<const RefinedPie
 // The proposals of every refined part to `edit`: parts[i] was refined as line i of the LinesFile
 // given to refine_pieces (pieces[k].line indexes parts). One proposal per map line. spread (nullable):
 // the pieces' spreads proposed the same way (its displacements() are the spread at each vertex).
+// sparse (nullable): the segments the refinement bends away from by more than bend_tolerance.
 void propose_refinement(const VectorMap& map, const std::vector<LinePortion>& parts,
-                        const std::vector<RefinedPiece>& pieces, MapEdit& edit, MapEdit* spread = nullptr);
+                        const std::vector<RefinedPiece>& pieces, MapEdit& edit, MapEdit* spread = nullptr,
+                        std::vector<SparseSpan>* sparse = nullptr, double bend_tolerance = kDefaultBendTolerance);
 
 // The whole job: the displacement of every map vertex (world metres; zero where nothing moves).
 // `cloud`: the clouds merged into one local frame (its origin); `boxes`: each cloud's world xy box.

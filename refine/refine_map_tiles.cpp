@@ -242,13 +242,15 @@ std::vector<Vec3d> refine_map_tiles(const TrainedModel& model, const SharedMap& 
   for (size_t k = 0; k < pieces.size(); ++k)  // places along each part: 0, 1, ... as propose_refinement wants
     pieces[k].piece = k > 0 && pieces[k - 1].line == pieces[k].line ? pieces[k - 1].piece + 1 : 0;
   MapEdit edit(map), spread(map);
-  propose_refinement(map, parts, pieces, edit, &spread);
+  std::vector<SparseSpan> sparse;
+  propose_refinement(map, parts, pieces, edit, &spread, &sparse, mo.bend_tolerance);
   std::vector<Vec3d> d = edit.displacements();
   if (report) {
     InferReport all;
     all.pieces = counts[0], all.refined_pieces = counts[1];
     report->map = map_refine_report(map, parts, pieces, all, edit, d, mo.categories);
     report->map.spread = spread.displacements();
+    report->map.sparse = std::move(sparse);
     report->groups = int64_t(groups.size());
     report->tile_loads = cache.loads, report->tile_hits = cache.hits, report->peak_bytes = cache.peak;
     report->reach = reach;

@@ -53,7 +53,8 @@ std::string position(const VectorMap& map, const Vec3d& w) {
 
 std::string review_geojson(const VectorMap& map, const std::vector<Vec3d>& d, const std::vector<VertexFate>& fates,
                            const GateTally& tally, const std::vector<std::string>& categories, const GateOptions& gate,
-                           const std::string& provenance, ReviewCounts* counts, const std::vector<std::string>* why) {
+                           const std::string& provenance, ReviewCounts* counts, const std::vector<std::string>* why,
+                           const std::vector<SparseSpan>* sparse) {
   const size_t nv = map.vertices.size();
   if (d.size() != nv || fates.size() != nv || (why && why->size() != nv))
     throw Error("review layer: " + std::to_string(d.size()) + " displacements and " + std::to_string(fates.size()) +
@@ -134,6 +135,29 @@ std::string review_geojson(const VectorMap& map, const std::vector<Vec3d>& d, co
               ", \"streamline:proposed_shift_vertical_m\": " + num(sh[1], 4) +
               ", \"streamline:moved\": " + (moved_v ? "true" : "false") + ", \"fixme\": \"" + esc(reason(v, moved_v)) + "\"");
     }
+  }
+  // Segments the refinement bends away from: a curve drawn with too few vertices.
+  for (const SparseSpan& sp : sparse ? *sparse : std::vector<SparseSpan>{}) {
+    if (sp.line >= map.lines.size() || sp.segment + 1 >= map.lines[sp.line].vertex.size())
+      throw Error("review layer: a sparse segment of no line of the map");
+    const MapLine& line = map.lines[sp.line];
+    std::string geometry = "{\"type\": \"LineString\", \"coordinates\": [";
+    for (size_t k = sp.segment; k <= sp.segment + 1; ++k) {
+      const uint32_t v = line.vertex[k];
+      const Vec3d& w = map.vertices[v].world;
+      geometry += (k > sp.segment ? ", " : "") + position(map, Vec3d{w[0] + d[v][0], w[1] + d[v][1], w[2] + d[v][2]});
+    }
+    geometry += "]}";
+    feature(geometry, "\"streamline:line\": \"" + esc(map.label(sp.line)) + "\", \"id\": " + std::to_string(line.id) +
+                          (line.member >= 0 ? ", \"member\": " + std::to_string(line.member) : std::string()) +
+                          ", \"part\": " + std::to_string(line.part) + ", \"category\": \"" + esc(line.category) +
+                          "\", \"streamline:state\": \"sparse\", \"streamline:segment\": " + std::to_string(sp.segment) +
+                          ", \"streamline:bend_m\": " + num(sp.bend, 4) + ", \"streamline:max_bend_m\": " +
+                          num(sp.max_bend, 4) + ", \"fixme\": \"the points bend " + num(std::fabs(sp.bend), 3) +
+                          " m on average (up to " + num(sp.max_bend, 3) + " m) " +
+                          (sp.bend > 0 ? "left" : "right") +
+                          " of this segment, which moving its two vertices cannot follow: add vertices here\"");
+    c.sparse_segments++;
   }
   o += "\n ]}\n";
   if (counts) *counts = c;

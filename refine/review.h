@@ -27,6 +27,7 @@ namespace sl {
 
 struct ReviewCounts {
   int64_t lines = 0, flagged_vertices = 0;  // line features written (each twice: refined and given)
+  int64_t sparse_segments = 0;              // segments too sparse to follow the points
 };
 
 // The layer's text: `map` as given, `d` the total displacement of every vertex, `fates` and `tally`
@@ -34,10 +35,13 @@ struct ReviewCounts {
 // `why` (optional, one per vertex): for a flagged vertex, why it was flagged where the gate did not
 // flag it (a move undone to keep a lanelet valid: refine/lanelet_check.h); the gate's own flags say
 // theirs (sigma above the flag threshold, or still moving in the last pass).
+// `sparse` (optional): the segments the last pass bent away from (MapRefineReport::sparse), each a
+// LineString feature as refined ("streamline:state": "sparse") with its bend and a `fixme` asking
+// for vertices there.
 std::string review_geojson(const VectorMap& map, const std::vector<Vec3d>& d, const std::vector<VertexFate>& fates,
                            const GateTally& tally, const std::vector<std::string>& categories, const GateOptions& gate,
                            const std::string& provenance, ReviewCounts* counts = nullptr,
-                           const std::vector<std::string>* why = nullptr);
+                           const std::vector<std::string>* why = nullptr, const std::vector<SparseSpan>* sparse = nullptr);
 
 // How the refined lines still "pending" (or with no decision) are applied.
 enum class PendingAs { Rejected, Accepted };

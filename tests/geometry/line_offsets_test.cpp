@@ -2,6 +2,7 @@
 // along it (geometry/line_offsets.h), on random polylines against values known in closed form.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "graph/error.h"
@@ -154,6 +155,47 @@ TEST(LineOffsets, AcrossLineKeepsOnlyTheMoveAcrossTheLineAndTheVerticalOne) {
   // Coinciding neighbours give no direction: the move is kept.
   EXPECT_EQ(across_line({{1, 1, 0}, {1, 1, 5}}, {{0.1, 0.2, 0.3}, {0, 0, 0}})[0], (Vec3d{0.1, 0.2, 0.3}));
   EXPECT_THROW(across_line(straight, {{0, 0, 0}}), Error);
+}
+
+// segment_bends against the closed form: a line of two vertices 10 m apart along x, refined as an
+// arc of sagitta h (offset h sin(pi s / 10) across at 32 positions) while its vertices stay put,
+// bends by h * 2 / pi on average (the positions inside the segment: 30) and h at most; a straight
+// correction (the same offset everywhere, the vertices moved by it) bends by nothing; the model's
+// scatter alone (+-2 cm, random) bends by far less than the 5 cm a report needs.
+TEST(LineOffsets, SegmentBendsMeasureHowFarARefinementBowsFromTheMovedSegments) {
+  const std::vector<Vec3d> line = {{100, 200, 5}, {110, 200, 5}};
+  const double h = 0.2, pi = 3.14159265358979323846;
+  std::vector<Vec3d> arc(32);
+  for (int k = 0; k < 32; ++k) arc[size_t(k)] = {0, h * std::sin(pi * k / 31.0), 0};
+  const std::vector<PieceOffsets> bow = {uniform_piece(0, 10, arc)};
+  const auto b = segment_bends(line, bow, vertex_displacements(line, bow));
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].samples, 30);
+  double want = 0;
+  for (int k = 1; k < 31; ++k) want += h * std::sin(pi * k / 31.0);
+  EXPECT_NEAR(b[0].mean, want / 30, 1e-12);
+  EXPECT_NEAR(b[0].mean, h * 2 / pi, 0.01);
+  EXPECT_NEAR(b[0].max_abs, h * std::sin(pi * 15 / 31.0), 1e-12);
+  // Drawn the other way, the same bow lies to the segment's right.
+  const std::vector<Vec3d> back = {line[1], line[0]};
+  EXPECT_NEAR(segment_bends(back, bow, vertex_displacements(back, bow))[0].mean, -want / 30, 1e-12);
+  // A straight correction: no bend, whatever the offset.
+  const std::vector<PieceOffsets> flat = {uniform_piece(0, 10, std::vector<Vec3d>(32, Vec3d{0.1, 0.3, -0.2}))};
+  EXPECT_NEAR(segment_bends(line, flat, vertex_displacements(line, flat))[0].mean, 0, 1e-12);
+  EXPECT_NEAR(segment_bends(line, flat, vertex_displacements(line, flat))[0].max_abs, 0, 1e-12);
+  // Scatter: mean well inside 5 cm.
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-0.02, 0.02);
+  std::vector<Vec3d> noisy(32);
+  for (auto& x : noisy) x = {u(rng), u(rng), u(rng)};
+  const std::vector<PieceOffsets> scatter = {uniform_piece(0, 10, noisy)};
+  EXPECT_LT(std::fabs(segment_bends(line, scatter, vertex_displacements(line, scatter))[0].mean), 0.02);
+  // A segment with fewer positions inside than asked for is not judged; sizes that differ are errors.
+  const std::vector<Vec3d> dense = {{0, 0, 0}, {0.2, 0, 0}, {10, 0, 0}};
+  const auto d3 = segment_bends(dense, bow, vertex_displacements(dense, bow));
+  ASSERT_EQ(d3.size(), 1u);
+  EXPECT_EQ(d3[0].segment, 1u);
+  EXPECT_THROW(segment_bends(line, bow, {{0, 0, 0}}), Error);
 }
 
 }  // namespace

@@ -328,6 +328,26 @@ TEST_F(ConfidenceFiles, TheReviewLayerHoldsTheChangedLinesBeforeAndAfterAndTheFl
   ASSERT_EQ(u["features"].Size(), 3u) << ungated;
   EXPECT_STREQ(u["features"][2]["properties"]["fixme"].GetString(), why[curb[1]].c_str());
   EXPECT_EQ(u["features"][2]["properties"]["streamline:sigma_across_m"].GetDouble(), 0.0);
+  // A sparse segment: a LineString as refined, its bend, a fixme asking for vertices; apply-review
+  // reads only the refined lines, so it is not a decision.
+  const std::vector<SparseSpan> sparse = {SparseSpan{0, 1, 12, -0.08, 0.11}};
+  const std::string with_sparse =
+      review_geojson(m.map, d, fates, GateTally{}, {"curbstone"}, GateOptions{}, "test", &rc, &why, &sparse);
+  EXPECT_EQ(rc.sparse_segments, 1);
+  rapidjson::Document w;
+  w.Parse(with_sparse.c_str());
+  ASSERT_FALSE(w.HasParseError()) << with_sparse;
+  ASSERT_EQ(w["features"].Size(), 4u) << with_sparse;
+  const auto& seg = w["features"][3];
+  EXPECT_STREQ(seg["properties"]["streamline:state"].GetString(), "sparse");
+  EXPECT_EQ(seg["geometry"]["coordinates"].Size(), 2u);
+  EXPECT_EQ(seg["properties"]["streamline:segment"].GetInt(), 1);
+  EXPECT_NEAR(seg["properties"]["streamline:bend_m"].GetDouble(), -0.08, 1e-9);
+  EXPECT_NE(std::string(seg["properties"]["fixme"].GetString()).find("0.080 m on average (up to 0.110 m) right of this segment"),
+            std::string::npos)
+      << seg["properties"]["fixme"].GetString();
+  const std::vector<SparseSpan> stray = {SparseSpan{0, 99, 12, 0.08, 0.1}};
+  EXPECT_THROW(review_geojson(m.map, d, fates, GateTally{}, {"curbstone"}, GateOptions{}, "test", &rc, &why, &stray), Error);
   std::vector<std::string> short_why(1);
   EXPECT_THROW(review_geojson(m.map, d, fates, GateTally{}, {"curbstone"}, GateOptions{}, "test", &rc, &short_why), Error);
 }

@@ -106,6 +106,35 @@ TEST(RefineMap, VerticesMoveByTheOffsetInterpolatedAtTheirArcLengthAndASharedNod
   EXPECT_EQ(edit.proposals(2), 2) << "node 3 was proposed by both ways";
 }
 
+// A refinement that bows between two vertices (way 10's segment from x = 4 to 10: offsets 0.2 sin
+// across there, 0 elsewhere, so both vertices stay) is reported as a sparse span of that segment;
+// the straight parts and a larger tolerance report nothing.
+TEST(RefineMap, ASegmentTheRefinementBowsAwayFromIsReportedAsSparse) {
+  const VectorMap map = parse_lanelet2(kSmallOsm, "small.osm");
+  const double pi = 3.14159265358979323846;
+  std::vector<Vec3d> bow(61);
+  for (int k = 0; k < 61; ++k) {
+    const double s = k / 6.0;
+    bow[size_t(k)] = {0, s > 4 ? 0.2 * std::sin(pi * (s - 4) / 6) : 0.0, 0};
+  }
+  const std::vector<LinePortion> parts = {{0, 0, 10, true}};
+  const std::vector<RefinedPiece> pieces = {piece(0, 0, {{0, 0, 0}, {10, 0, 0}}, bow)};
+  MapEdit edit(map);
+  std::vector<SparseSpan> sparse;
+  propose_refinement(map, parts, pieces, edit, nullptr, &sparse, 0.05);
+  ASSERT_EQ(sparse.size(), 1u);
+  EXPECT_EQ(sparse[0].line, 0u);
+  EXPECT_EQ(sparse[0].segment, 1u);
+  EXPECT_EQ(sparse[0].samples, 35);
+  EXPECT_NEAR(sparse[0].bend, 0.2 * 2 / pi, 0.005);
+  EXPECT_NEAR(sparse[0].max_bend, 0.2, 1e-9);
+  for (const auto& v : edit.displacements()) EXPECT_LT(std::fabs(v[1]), 1e-9) << "the vertices stay";
+  MapEdit again(map);
+  std::vector<SparseSpan> none;
+  propose_refinement(map, parts, pieces, again, nullptr, &none, 0.2);
+  EXPECT_TRUE(none.empty());
+}
+
 // The end-to-end map: ways along x and y on a 60 m cloud in UTM, JOSM-style lat/lon only (the real
 // example map's style) with ele; a way leaving the cloud, a fence sharing a node with a refined way,
 // a way far away, a way without type, a relation.
