@@ -301,6 +301,13 @@ struct InferMapArgs {
   GateOptions gate;
   bool no_gate = false;
   std::string review;  // the review layer (default: <out stem>.review.geojson)
+  // infer --map-dir writes into a staging folder renamed at the end: paths under `staging` are
+  // printed as under `final_dir`, where the user will find them.
+  std::string staging, final_dir;
+  std::string shown(const std::string& path) const {
+    if (staging.empty() || path.compare(0, staging.size(), staging) != 0) return path;
+    return final_dir + path.substr(staging.size());
+  }
 };
 
 // The calibration infer gates with: --calibration, else calibration.json beside the checkpoint when it
@@ -376,8 +383,8 @@ void finish_review(const SharedMap& map, const LaneletKeep& keep, const std::vec
   in.layer = fs::path(review).filename().string();
   in.points = points;
   write_file_atomic(page.string(), review_html(in));
-  std::cerr << "  review layer: " << review << " (" << rc.lines << " changed or flagged line(s), " << rc.flagged_vertices
-            << " flagged vertex(es); open it beside the map in JOSM or QGIS); its page: " << page.string() << "\n";
+  std::cerr << "  review layer: " << a.shown(review) << " (" << rc.lines << " changed or flagged line(s), " << rc.flagged_vertices
+            << " flagged vertex(es); open it beside the map in JOSM or QGIS); its page: " << a.shown(page.string()) << "\n";
 }
 
 // "; chosen by: <why>" when the reader said why it chose the map's frame.
@@ -479,7 +486,7 @@ int cmd_infer_tiles(std::string checkpoint, const InferMapArgs& a, const std::st
   std::string cats;
   for (const auto& c : o.map.categories) cats += (cats.empty() ? "" : ", ") + c;
   std::cerr << "refined " << a.map << " (" << map->map.frame << frame_why(map->map) << ") over " << tiles.tiles.size() << " tile(s) of "
-            << tiles.dir << " with " << checkpoint << " -> " << out << " (" << w.moved_vertices << " vertices written moved"
+            << tiles.dir << " with " << checkpoint << " -> " << a.shown(out) << " (" << w.moved_vertices << " vertices written moved"
             << (w.dropped_z ? ", " + std::to_string(w.dropped_z) + " of them without a height to move" : std::string()) << ")\n";
   std::cerr << "  categories: " << (cats.empty() ? std::string("all") : cats)
             << (from_checkpoint ? " (the checkpoint's; --categories to choose)" : "") << "; local frame: origin "
@@ -556,7 +563,7 @@ int cmd_infer_map(std::string checkpoint, const std::vector<std::string>& clouds
   std::string cats;
   for (const auto& c : ro.categories) cats += (cats.empty() ? "" : ", ") + c;
   std::cerr << "refined " << a.map << " (" << map->map.frame << frame_why(map->map) << ") over " << clouds.size() << " cloud(s) with "
-            << checkpoint << " -> " << out << " (" << w.moved_vertices << " vertices written moved"
+            << checkpoint << " -> " << a.shown(out) << " (" << w.moved_vertices << " vertices written moved"
             << (w.dropped_z ? ", " + std::to_string(w.dropped_z) + " of them without a height to move" : std::string()) << ")\n";
   std::cerr << "  categories: " << (cats.empty() ? std::string("all") : cats)
             << (from_checkpoint ? " (the checkpoint's; --categories to choose)" : "") << "; local frame: origin "
@@ -577,6 +584,8 @@ int cmd_infer_map_dir(const std::string& checkpoint, InferMapArgs a, const std::
   const MapFolder folder = read_map_folder(a.map, "infer --map-dir");
   a.map = folder.map;
   MapFolderOutput written(folder, out, "infer --map-dir --out");
+  a.staging = written.staging(), a.final_dir = out;
+  while (a.final_dir.size() > 1 && a.final_dir.back() == '/') a.final_dir.pop_back();
   std::cerr << "map folder " << folder.dir << ": " << kAutowareMapName << ", "
             << (folder.projector_info.empty() ? std::string("no map_projector_info.yaml") : "map_projector_info.yaml") << ", "
             << (folder.tiles.empty() ? "the point-cloud map " + folder.cloud : "the tiles of " + folder.tiles) << "\n";

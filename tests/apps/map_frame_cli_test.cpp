@@ -192,6 +192,12 @@ TEST_F(MapFrameCli, AMapFolderInGivesTheSameLayoutOutWithTheRefinedMap) {
   EXPECT_EQ(read_file(out + "/pointcloud_map.las"), read_file(mf + "/pointcloud_map.las"));
   EXPECT_EQ(read_file(out + "/notes/readme.txt"), "survey of 2026-11-28\n");
   EXPECT_FALSE(fs::exists(out + ".partial"));
+  // Every path it printed is where the file is now, not in the staging folder renamed at the end.
+  EXPECT_EQ(r.err.find(".partial"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("-> " + out + "/lanelet2_map.osm"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("review layer: " + out + "/lanelet2_map.review.geojson"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(out + "/lanelet2_map.review.geojson"));
+  EXPECT_TRUE(fs::exists(out + "/lanelet2_map.review.html"));
   // The same command again: the folder exists and is not empty.
   r = run_cli(dir, "infer --checkpoint " + q(ckpt) + " --map-dir " + q(mf) + " --out " + q(out));
   EXPECT_EQ(r.code, 1) << r.err;
