@@ -1,6 +1,7 @@
 // Data tools of the CLI:
 //   streamline gen-data ROOT [--kind map|sweep] [--seed N] [--train N] [--val N] [--format pcd|bin|nuscenes|ply|las]
 //                          [--edges classic|realistic] [--offset E,N,Z] [--map lanelet2|geojson] [--utm-zone Z] [--tile-size M]
+//                          [--intensity-scale S] [--intensity-gamma G]
 //   streamline inspect FILE [--json] [--render OUT.png] [--lines LINES.json] [--meters M] [--size PX]
 //   streamline inspect MAP.osm|MAP.geojson [--json] [--projection KIND] [--map-origin LAT LON] [--projector-info YAML]
 //   streamline report RUN_DIR
@@ -51,6 +52,7 @@ struct GenArgs {
   int utm_zone = GenConfig{}.utm_zone;
   double tile_size = 0;  // with --map: a tiled map of tiles this side (m)
   std::string crs;       // --crs: "EPSG:N", "none", "" (the default: gen_crs)
+  float intensity_scale = GenConfig{}.intensity_scale, intensity_gamma = GenConfig{}.intensity_gamma;
 };
 
 // The CRS gen-data declares in its LAS files: the frame it writes. With --map, the UTM zone (north) the
@@ -214,6 +216,9 @@ int cmd_gen_data(const GenArgs& a) {
     cfg.offset = o.fixed;
   }
   cfg.tile_size = a.tile_size;
+  cfg.intensity_scale = a.intensity_scale, cfg.intensity_gamma = a.intensity_gamma;
+  if ((a.intensity_scale != 1.f || a.intensity_gamma != 1.f) && !a.map.empty())
+    fail("gen-data --intensity-scale/--intensity-gamma", "not with --map (scenes with a lines JSON each)");
   if (a.tile_size > 0 && a.map.empty()) fail("gen-data --tile-size", "a tiled map needs --map lanelet2 or --map geojson");
   const auto t0 = std::chrono::steady_clock::now();
   if (a.tile_size > 0) {
@@ -457,6 +462,12 @@ void add_commands(CLI::App& app) {
                     "Autoware's layout, ROOT/{train,val}/pointcloud_map/<E>_<N>.<ext> (+ pointcloud_map_metadata.yaml "
                     "for PCD), the map ROOT/lanelet2_map.osm (or map.geojson) over both; the split is by region")
       ->check(CLI::Range(1.0, 10000.0));
+  c.gen->add_option("--intensity-scale", c.g.intensity_scale,
+                    "write each intensity v as S * v^G (--intensity-gamma G): another sensor's response, e.g. 0.4 puts "
+                    "paint at ~0.2 of full scale where the default writes ~0.5 (not with --map)")
+      ->check(CLI::Range(1e-6, 1.0));
+  c.gen->add_option("--intensity-gamma", c.g.intensity_gamma, "the exponent G of --intensity-scale (default 1)")
+      ->check(CLI::Range(1e-3, 1e3));
 
   c.inspect = app.add_subcommand("inspect", "what a cloud (" + cloud_extensions_text() + ") or lines .json file holds; optionally a top-down PNG");
   c.inspect->add_option("file", c.i.file, "the file to inspect")->required();

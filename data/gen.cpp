@@ -880,6 +880,11 @@ RoadLayout road_layout(const GenConfig& cfg, uint64_t seed) {
 }
 
 DatasetEvidence generate_dataset(const std::string& root, const GenConfig& cfg) {
+  const bool response = cfg.intensity_scale != 1.f || cfg.intensity_gamma != 1.f;
+  if (response && !(cfg.intensity_scale > 0 && cfg.intensity_scale <= 1 && cfg.intensity_gamma > 0 &&
+                   std::isfinite(cfg.intensity_gamma)))
+    fail("gen-data --intensity-scale/--intensity-gamma", "the scale should be in (0, 1] and the gamma > 0");
+  if (response && !cfg.map.empty()) fail("gen-data --intensity-scale/--intensity-gamma", "not with --map (scenes with a lines JSON each)");
   if (!cfg.map.empty()) return generate_map_dataset(root, cfg);
   const CloudFormat& format = cloud_format(cfg.cloud_format, root);
   if (!format.write) fail(root, "the " + format.name + " format is read only: it cannot be written");
@@ -902,6 +907,9 @@ DatasetEvidence generate_dataset(const std::string& root, const GenConfig& cfg) 
     evidence[j] = line_evidence(sc.cloud, sc.lines);
     // The sensor frame placed at cfg.offset: world = local + offset, written in double.
     sc.cloud.origin = cfg.offset;
+    if (response)
+      for (float& v : sc.cloud.columns[(size_t)sc.cloud.field_index("intensity")])
+        v = cfg.intensity_scale * (float)std::pow((double)v, (double)cfg.intensity_gamma);
     write_cloud(format, base + format.extension, sc.cloud, cfg.crs);  // x y z intensity, atomic
     write_lines_json(base + ".json", LinesFile{name, sc.lines, cfg.offset});
   });

@@ -106,6 +106,12 @@ struct GenConfig {
   // With `map`: > 0 writes a tiled point-cloud map instead of a cloud per scene (generate_tiled_map_dataset):
   // the scenes' points cut into square tiles of this side (m) on a grid aligned to multiples of it.
   double tile_size = 0;
+  // The sensor's intensity response, to try a model on intensities another sensor would read: each
+  // written intensity v (a reflectivity in [0, 1]) becomes intensity_scale * v^intensity_gamma
+  // (e.g. scale 0.4: paint at ~0.2 of full scale, as on one real sensor, where the default writes
+  // ~0.5). Applied as the clouds are written, after everything else is drawn: the points, lines
+  // and evidence are those of the default response (1, 1). A scene per cloud only (not with `map`).
+  float intensity_scale = 1.f, intensity_gamma = 1.f;
 };
 
 // Where map datasets are placed when GenConfig::offset is not set: UTM zone 32N, on its central meridian.
