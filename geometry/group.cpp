@@ -7,6 +7,10 @@
 #include <string>
 #include <utility>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "graph/error.h"
 
 namespace sl {
@@ -142,6 +146,50 @@ void select_k(uint64_t* a, size_t n, size_t k) {
     rank[i] = (uint8_t)r;
   }
   for (size_t i = 0; i < m; ++i) a[lo + rank[i]] = v[i];
+}
+
+// Sorts a[0..n) ascending for n <= 64 keys below 2^63 (a rank key's high half is a non-negative
+// float): each key is placed at its rank, the count of keys below it, counted four at a time
+// with AVX2 compares and no branch (std::sort's compares on these keys are coin flips; its sort
+// of a group's 64 keys was a fifth of the grouping). Returns false, leaving a as it was, when two
+// keys are equal (a crop listing a point twice) or n > 64: the caller sorts instead.
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) bool sort_by_rank_avx2(uint64_t* a, size_t n) {
+  if (n > 64) return false;
+  alignas(32) int64_t v[64];
+  alignas(32) uint64_t out[64];
+  const size_t m = (n + 3) & ~size_t(3);
+  std::memcpy(v, a, n * sizeof(uint64_t));
+  for (size_t i = n; i < m; ++i) v[i] = std::numeric_limits<int64_t>::max();  // never below a key
+  uint64_t seen = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const __m256i x = _mm256_set1_epi64x(v[i]);
+    __m256i c0 = _mm256_setzero_si256(), c1 = _mm256_setzero_si256();
+    size_t j = 0;
+    for (; j + 8 <= m; j += 8) {  // x > v[j]: -1 per lane, so the counts grow by subtracting
+      c0 = _mm256_sub_epi64(c0, _mm256_cmpgt_epi64(x, _mm256_load_si256(reinterpret_cast<const __m256i*>(v + j))));
+      c1 = _mm256_sub_epi64(c1, _mm256_cmpgt_epi64(x, _mm256_load_si256(reinterpret_cast<const __m256i*>(v + j + 4))));
+    }
+    if (j < m) c0 = _mm256_sub_epi64(c0, _mm256_cmpgt_epi64(x, _mm256_load_si256(reinterpret_cast<const __m256i*>(v + j))));
+    const __m256i c = _mm256_add_epi64(c0, c1);
+    const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+    const uint64_t r = (uint64_t)_mm_cvtsi128_si64(h) + (uint64_t)_mm_extract_epi64(h, 1);
+    seen |= uint64_t(1) << r;
+    out[r] = (uint64_t)v[i];
+  }
+  if (seen != (n == 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1)) return false;  // equal keys share a rank
+  std::memcpy(a, out, n * sizeof(uint64_t));
+  return true;
+}
+#endif
+
+// a[0..n) ascending: by ranks on a CPU with AVX2 when they are distinct, else std::sort.
+void sort_keys(uint64_t* a, size_t n) {
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2 && sort_by_rank_avx2(a, n)) return;
+#endif
+  std::sort(a, a + n);
 }
 
 // A crop point in the grid: its x, y and cloud id, one 16-byte store when the points are sorted by
@@ -405,7 +453,7 @@ Groups group_points(const PointCloud& cloud, const std::vector<uint32_t>& crop, 
         t.cells.push_back(rank_key(bd, (uint32_t)slot));
       }
     }
-    std::sort(t.cells.begin(), t.cells.end());
+    sort_keys(t.cells.data(), t.cells.size());
     for (uint64_t cell : t.cells) {
       if (key_dist2(cell) > rank_bar) break;  // this and every later cell: no key below the bar
       scan((uint32_t)cell);
@@ -440,7 +488,7 @@ Groups group_points(const PointCloud& cloud, const std::vector<uint32_t>& crop, 
         __builtin_prefetch(c.x + id), __builtin_prefetch(c.y + id), __builtin_prefetch(c.z + id);
         if (c.intensity) __builtin_prefetch(c.intensity + id);
       }
-      std::sort(cand, cand + n);
+      sort_keys(cand, n);
     }
     write_group(c, q, cand, n, k, &g.local.data[(size_t)l * K * 4], &g.count.data[(size_t)l]);
   }
