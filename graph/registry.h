@@ -75,6 +75,11 @@ struct StageSchema {
   std::string default_threads = "1";  // "1", "N" or "auto"
   ErrorPolicy default_policy = ErrorPolicy::Fail;
   std::vector<ParamSpec> params;
+  // What the per-param rules cannot say (two params of which exactly one is given, one that needs
+  // another): throws sl::Error naming the param. Run when a pipeline is parsed, so `validate`
+  // reports it before anything runs; a factory should run it too (stages are also built from
+  // params that no parser saw).
+  std::function<void(const Params&)> check;
   std::function<std::unique_ptr<Stage>(const Params&)> factory;
   InferRole infer = InferRole::Prepare;
   // The stage as infer runs it, when that differs (perturb_line: the given line, no noise).

@@ -470,6 +470,7 @@ PipelineSpec parse(const std::string& text, const std::string& path, const std::
     Value& params = s["params"];
     if (!params.IsObject()) fail(W + "/params", "expected an object, got " + describe(params));
     check_object(sc.params, params, W + "/params", a, "param of " + sc.type);
+    if (sc.check) sc.check(Params(&params, W + "/params"));
     spec.stages.push_back(std::move(st));
     ++idx;
   }

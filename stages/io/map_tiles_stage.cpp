@@ -23,6 +23,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// map_dir, or map with root (the schema's check: validate reports it).
+void check_map_tiles(const Params& p) {
+  const bool map = !p.get_string("map").empty(), dir = !p.get_string("map_dir").empty();
+  if (map && dir)
+    fail(p.where("map_dir"), "give the map file (map, with the tiles' folder as root) or an Autoware map folder (map_dir), not both");
+  if (!map && !dir)
+    fail(p.where(), "needs map_dir (an Autoware map folder: lanelet2_map.osm over pointcloud_map/), or map and root "
+                    "(a map file and the tiles' folder)");
+  if (!dir && p.get_string("root").empty()) fail(p.where("root"), "the tiles' folder is needed with map (or give map_dir alone)");
+}
+
 class MapTiles : public SourceStage {
  public:
   explicit MapTiles(const Params& p)
@@ -31,12 +42,7 @@ class MapTiles : public SourceStage {
         min_length_(p.get_float("min_length")), max_length_(p.get_float("max_length")), block_((int)p.get_int("block")),
         shuffle_(p.get_bool("shuffle")), where_(p.where(root_.empty() && !map_dir_.empty() ? "map_dir" : "root")),
         map_where_(p.where(map_dir_.empty() ? "map" : "map_dir")) {
-    if (!map_.empty() && !map_dir_.empty())
-      fail(p.where("map_dir"), "give the map file (map, with the tiles' folder as root) or an Autoware map folder (map_dir), not both");
-    if (map_.empty() && map_dir_.empty())
-      fail(p.where(), "needs map_dir (an Autoware map folder: lanelet2_map.osm over pointcloud_map/), or map and root "
-                      "(a map file and the tiles' folder)");
-    if (map_dir_.empty() && root_.empty()) fail(p.where("root"), "the tiles' folder is needed with map (or give map_dir alone)");
+    check_map_tiles(p);
     options_.projection = projection_of(p);
     options_.category_property = p.get_string("category_property");
     options_.subtype_property = p.get_string("subtype_property");
@@ -146,6 +152,7 @@ void register_map_tiles(StageRegistry& r) {
       p_int("block", 3, "the order's blocks are block x block tiles: the pieces of one block come together", 1, 64),
       p_bool("shuffle", true, "shuffle the blocks and the pieces within each block every epoch (seeded by run seed and epoch)"),
   };
+  s.check = check_map_tiles;
   s.factory = [](const Params& p) { return std::make_unique<MapTiles>(p); };
   s.infer = InferRole::Data;  // infer is given the map and the clouds
   r.add(std::move(s));

@@ -42,16 +42,21 @@ namespace fs = std::filesystem;
 
 std::string frame_why(const VectorMap& m) { return m.frame_reason.empty() ? "" : "; " + m.frame_reason; }
 
+// map or map_dir, exactly one (the schema's check: validate reports it).
+void check_read_map_lines(const Params& p) {
+  const bool map = !p.get_string("map").empty(), dir = !p.get_string("map_dir").empty();
+  if (map && dir) fail(p.where("map_dir"), "give the map file (map) or an Autoware map folder (map_dir), not both");
+  if (!map && !dir)
+    fail(p.where(), "needs map (a map file: .osm, .geojson) or map_dir (an Autoware map folder with lanelet2_map.osm)");
+}
+
 class ReadMapLines : public Stage {
  public:
   explicit ReadMapLines(const Params& p)
       : map_(p.get_string("map")), map_dir_(p.get_string("map_dir")), categories_(p.get_strings("categories")),
         margin_(p.get_float("margin")), min_length_(p.get_float("min_length")),
         where_(p.where(map_dir_.empty() ? "map" : "map_dir")) {
-    if (!map_.empty() && !map_dir_.empty())
-      fail(p.where("map_dir"), "give the map file (map) or an Autoware map folder (map_dir), not both");
-    if (map_.empty() && map_dir_.empty())
-      fail(p.where(), "needs map (a map file: .osm, .geojson) or map_dir (an Autoware map folder with lanelet2_map.osm)");
+    check_read_map_lines(p);
     options_.projection = projection_of(p);
     options_.category_property = p.get_string("category_property");
     options_.subtype_property = p.get_string("subtype_property");
@@ -187,6 +192,7 @@ void register_read_map_lines(StageRegistry& r) {
       p_float("margin", 0, "metres the cloud's xy box is grown by before the lines are cut to it", 0),
       p_float("min_length", 1.0, "a part of a line cut by the box shorter than this is left out (whole lines stay), metres", 0),
   };
+  s.check = check_read_map_lines;
   s.factory = [](const Params& p) { return std::make_unique<ReadMapLines>(p); };
   s.infer = InferRole::Data;  // infer is given the map and the clouds
   r.add(std::move(s));

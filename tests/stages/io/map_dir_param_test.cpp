@@ -18,6 +18,7 @@
 #include "dataset/sample_cache.h"
 #include "graph/atomic_file.h"
 #include "graph/engine.h"
+#include "graph/error.h"
 #include "graph/spec.h"
 #include "tests/formats/clouds/io_test_util.h"
 #include "tests/train/tiny_dataset.h"
@@ -36,8 +37,8 @@ struct Samples {
 };
 
 // `head` (the stages up to the lines) then split, perturb, a crop (`crop`), resample, center, write.
-Samples run_samples(const std::string& head, const std::string& crop, const std::string& out) {
-  const std::string pipeline = R"({"name": "mapdir", "seed": 11, "epochs": 1, "stages": [
+std::string samples_pipeline(const std::string& head, const std::string& crop, const std::string& out) {
+  return R"({"name": "mapdir", "seed": 11, "epochs": 1, "stages": [
     )" + head + R"(,
     {"id": "split", "type": "split_lines", "params": {"max_length": 10}},
     {"id": "perturb", "type": "perturb_line", "params": {"points": 16, "lateral_sigma": 0.3}},
@@ -45,6 +46,10 @@ Samples run_samples(const std::string& head, const std::string& crop, const std:
     {"id": "resample", "type": "resample", "params": {"points": 128}},
     {"id": "center", "type": "center", "params": {"rotate": true, "frame_from": "noisy_line"}},
     {"id": "write", "type": "write_samples", "params": {"path": ")" + out + R"("}}]})";
+}
+
+Samples run_samples(const std::string& head, const std::string& crop, const std::string& out) {
+  const std::string pipeline = samples_pipeline(head, crop, out);
   RunOptions opt;
   opt.threads = 2;
   opt.quiet = true;
@@ -165,6 +170,16 @@ TEST(MapDirParam, ReadMapLinesRefusesBothMapAndMapDirNeitherAndAFolderWithoutIts
   const std::string missing = error_of(R"("map_dir": "../nosuch")");
   EXPECT_NE(missing.find("mapdir.json: /stages/2/params/map_dir: " + root + "/nosuch: not a folder"), std::string::npos) << missing;
   EXPECT_FALSE(fs::exists(tmp.path("x.st")));
+  // Both and neither are the parser's own refusals (the schema's check): `streamline validate`,
+  // which only parses, reports them too.
+  for (const std::string params : {std::string(R"("map": "../map.osm", "map_dir": "../autoware")"), std::string(R"("categories": [])")}) {
+    try {
+      parse_pipeline(samples_pipeline(scan + lines_stage(params), "crop_polyline", tmp.path("y.st")), "v.json");
+      ADD_FAILURE() << "parsed: " << params;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("v.json: /stages/2/params"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // gen-data's tiled map dataset (20 m PCD tiles per split, Autoware's metadata beside them, one
@@ -234,6 +249,17 @@ TEST(MapDirParam, MapTilesRefusesBothNeitherAMapWithoutRootAndAFolderWithoutTile
   EXPECT_NE(no_root.find("mapdir.json: /stages/0/params/root: the tiles' folder is needed with map (or give map_dir alone)"),
             std::string::npos)
       << no_root;
+  // These three are the parser's own (the schema's check): `streamline validate` reports them too.
+  for (const std::string params :
+       {R"("map": "../../lanelet2_map.osm", "map_dir": ")" + root + R"(/train")",
+        R"("root": ")" + root + R"(/train/pointcloud_map")", R"("map": ")" + root + R"(/lanelet2_map.osm")"}) {
+    try {
+      parse_pipeline(samples_pipeline(tiles_stage(params), "crop_tiles", tmp.path("y.st")), "v.json");
+      ADD_FAILURE() << "parsed: " << params;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("v.json: /stages/0/params"), std::string::npos) << e.what();
+    }
+  }
   const std::string one_file = error_of(R"("map_dir": ")" + tmp.path("one_file") + R"(")");
   EXPECT_NE(one_file.find("mapdir.json: /stages/0/params/map_dir: " + tmp.path("one_file") +
                           ": its point-cloud map is one file (pointcloud_map.pcd), not tiles in pointcloud_map/"),
