@@ -382,6 +382,17 @@ void finish_review(const SharedMap& map, const LaneletKeep& keep, const std::vec
   in.provenance = made_by;
   in.layer = fs::path(review).filename().string();
   in.points = points;
+  if (rc.sparse_segments > 0) {
+    std::string first;
+    for (size_t i = 0; i < sparse.size() && i < 5; ++i)
+      first += (i ? ", " : "") + map.map.label(sparse[i].line) + " segment " + std::to_string(sparse[i].segment);
+    char tol[32];
+    std::snprintf(tol, sizeof tol, "%g", kDefaultBendTolerance);
+    in.notes.push_back(std::to_string(rc.sparse_segments) + " segment(s) the points bend away from by more than " +
+                       std::string(tol) + " m on average: curves drawn with too few vertices (" +
+                       first + (sparse.size() > 5 ? ", ..." : "") + "); the layer's \"sparse\" features, to add vertices");
+  }
+  for (const std::string& n : keep.notes) in.notes.push_back(n);
   write_file_atomic(page.string(), review_html(in));
   std::cerr << "  review layer: " << a.shown(review) << " (" << rc.lines << " changed or flagged line(s), " << rc.flagged_vertices
             << " flagged vertex(es); open it beside the map in JOSM or QGIS); its page: " << a.shown(page.string()) << "\n";

@@ -122,6 +122,11 @@ std::string review_html(const ReviewPageInput& in) {
   for (VertexFate f : {VertexFate::Moved, VertexFate::Left, VertexFate::Flagged, VertexFate::NoData})
     o += "<th>" + std::to_string(total[size_t(f)]) + "</th>";
   o += "</tr></table>";
+  if (!in.notes.empty()) {
+    o += "<h2>Also</h2><ul id=\"notes\">";
+    for (const std::string& n : in.notes) o += "<li>" + html_escape(n) + "</li>";
+    o += "</ul>";
+  }
 
   // The map of the changes.
   o += "<h2>Where</h2>";

@@ -40,6 +40,9 @@ struct ReviewPageInput {
   std::string provenance;                      // what made it (the layer's streamline:made_by)
   std::string layer;                           // the review layer's file name, for the page's links
   ReviewPointsIn points;                       // null: close-ups without points
+  // Further findings, one line each, listed under the counts: the segments too sparse to follow the
+  // points, the lanelets whose bounds' moves were undone (infer's own lines).
+  std::vector<std::string> notes;
   int closeups = 4;                            // of each kind: the largest shifts, the largest sigmas
   double window = 5;                           // metres: a close-up's side
 };

@@ -17,6 +17,7 @@
 #include "graph/error.h"
 #include "refine/confidence.h"
 #include "refine/review.h"
+#include "refine/review_page.h"
 
 namespace sl {
 namespace {
@@ -350,6 +351,25 @@ TEST_F(ConfidenceFiles, TheReviewLayerHoldsTheChangedLinesBeforeAndAfterAndTheFl
   EXPECT_THROW(review_geojson(m.map, d, fates, GateTally{}, {"curbstone"}, GateOptions{}, "test", &rc, &why, &stray), Error);
   std::vector<std::string> short_why(1);
   EXPECT_THROW(review_geojson(m.map, d, fates, GateTally{}, {"curbstone"}, GateOptions{}, "test", &rc, &short_why), Error);
+}
+
+// review.html lists infer's further findings (sparse segments, lanelets kept valid) under its counts,
+// escaped, and has no such list without them.
+TEST_F(ConfidenceFiles, TheReviewPageListsFurtherFindingsUnderItsCounts) {
+  const SharedMap m = local_map(dir);
+  const size_t nv = m.map.vertices.size();
+  const std::vector<Vec3d> d(nv, Vec3d{0, 0, 0});
+  const std::vector<VertexFate> fates(nv, VertexFate::Untouched);
+  const GateTally tally;
+  ReviewPageInput in;
+  in.map = &m.map, in.d = &d, in.fates = &fates, in.tally = &tally, in.categories = {"curbstone"};
+  in.layer = "r.review.geojson";
+  EXPECT_EQ(review_html(in).find("id=\"notes\""), std::string::npos);
+  in.notes = {"lanelet 300: its left bound (way 1 (a<b)) crosses itself", "2 segment(s) the points bend away from"};
+  const std::string page = review_html(in);
+  EXPECT_NE(page.find("<ul id=\"notes\"><li>lanelet 300: its left bound (way 1 (a&lt;b)) crosses itself</li><li>2 segment(s)"),
+            std::string::npos)
+      << page;
 }
 
 }  // namespace
