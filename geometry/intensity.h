@@ -16,7 +16,7 @@
 // The groups' points are ranked and divided against the context's values (they are crop points
 // too). A group of local_count 0 (no point in its window: K rows of zeros) is left as it is.
 //
-// scale_intensity (the scale_intensity stage: an augmentation, training only) maps every
+// scale_intensity (the randomize_intensity stage: an augmentation, training only) maps every
 // intensity v to scale * |v|^gamma (v's sign kept), the same map for context and local.
 #pragma once
 #include <string>

@@ -1,8 +1,8 @@
 // normalize_intensity (prepares the model's input: training, evaluation and inference alike) and
-// scale_intensity (an augmentation: training only): a sample's intensity channel, in "context"
+// randomize_intensity (an augmentation: training only): a sample's intensity channel, in "context"
 // and "local", made independent of the sensor's scale, resp. varied by a random scale and gamma
 // drawn from the sample's seed. The math is geometry/intensity.{h,cpp}. Either goes anywhere
-// after resample (and group_points) and before batch; scale_intensity before normalize_intensity.
+// after resample (and group_points) and before batch; randomize_intensity before normalize_intensity.
 #include <cmath>
 #include <memory>
 #include <string>
@@ -91,7 +91,7 @@ void register_intensity_stages(StageRegistry& r) {
   r.add(std::move(n));
 
   StageSchema s;
-  s.type = "scale_intensity";
+  s.type = "randomize_intensity";
   s.group = "geometry";
   s.doc = "augmentation (training only): each sample's intensities (context and local) mapped to scale * v^gamma, "
           "scale and gamma drawn log-uniformly from the sample's seed";

@@ -1,5 +1,5 @@
-// normalize_intensity and scale_intensity (geometry/intensity.h) and their stages: the fast
-// normalisation equals its plain reference on random samples (ties included), a factor on every
+// normalize_intensity and scale_intensity (geometry/intensity.h) and their stages (normalize_intensity,
+// randomize_intensity): the fast normalisation equals its plain reference on random samples (ties included), a factor on every
 // intensity cancels (exactly for a power of two, to float rounding for 0.4; rank also a gamma),
 // repeated calls give the same bits, empty groups and the other columns stay, scale_intensity's
 // draws follow the seed and stay in range, evaluation leaves it out, bad params are refused by name.
@@ -193,7 +193,7 @@ const char* kPipeline = R"({"name":"i","seed":1,"device":"cpu","epochs":1,"stage
     {"id":"crop","type":"crop_polyline"},
     {"id":"resample","type":"resample"},
     {"id":"center","type":"center","params":{"rotate":true}},
-    {"id":"vary","type":"scale_intensity",%VARY%},
+    {"id":"vary","type":"randomize_intensity",%VARY%},
     {"id":"norm","type":"normalize_intensity",%NORM%},
     {"id":"batch","type":"batch","params":{"keys":["context","noisy_line","target_offset"]}},
     {"id":"h2d","type":"to_device"},
@@ -226,7 +226,7 @@ std::unique_ptr<Stage> make(const PipelineSpec& spec, const std::string& id) {
 }
 
 TEST(ScaleIntensityStage, DrawsScaleAndGammaLogUniformlyInRangeFromTheSeedTheSameForContextAndLocal) {
-  const StageSchema* schema = StageRegistry::instance().find("scale_intensity");
+  const StageSchema* schema = StageRegistry::instance().find("randomize_intensity");
   ASSERT_NE(schema, nullptr);
   EXPECT_EQ(schema->infer, InferRole::Augment);
   const PipelineSpec spec = parse_pipeline(pipeline(R"("params":{"scale":[0.3,3]})"), "intensity.json");
@@ -276,7 +276,7 @@ TEST(NormalizeIntensityStage, RunsTheFunctionAndStaysInEvaluationWhereTheAugment
   EXPECT_EQ(got->at("context").data, want.at("context").data);
   EXPECT_EQ(got->at("local").data, want.at("local").data);
   const std::string eval = make_eval_pipeline(spec.resolved_json(false), "val", "train", "live:x");
-  EXPECT_EQ(eval.find("scale_intensity"), std::string::npos) << eval;
+  EXPECT_EQ(eval.find("randomize_intensity"), std::string::npos) << eval;
   EXPECT_NE(eval.find("normalize_intensity"), std::string::npos) << eval;
 }
 
