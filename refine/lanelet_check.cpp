@@ -68,12 +68,13 @@ std::string lanelet_problem(const VectorMap& map, const MapLanelet& ll, const st
   const MapLine& R = map.lines[size_t(ll.right)];
   Bound left = bound_of(L, pos), right = bound_of(R, pos);
   if (left.p.size() < 2 || right.p.size() < 2) return "";
-  auto name = [&](const char* side, const MapLine& line) { return std::string("its ") + side + " bound (" + map.label(size_t(&line - map.lines.data())) + ")"; };
+  const std::string left_name = "its left bound (" + map.label(size_t(ll.left)) + ")";
+  const std::string right_name = "its right bound (" + map.label(size_t(ll.right)) + ")";
   for (const auto* b : {&left, &right}) {
     const auto [i, j] = self_crossing(*b);
     if (i >= 0) {
       const P2& q = b->p[size_t(j)];
-      return name(b == &left ? "left" : "right", b == &left ? L : R) + " crosses itself (segments " + std::to_string(i) +
+      return (b == &left ? left_name : right_name) + " crosses itself (segments " + std::to_string(i) +
              " and " + std::to_string(j) + ", near x " + fixed(q.x) + ", y " + fixed(q.y) + ")";
     }
   }
@@ -84,7 +85,7 @@ std::string lanelet_problem(const VectorMap& map, const MapLanelet& ll, const st
   for (size_t i = 0; i + 1 < left.p.size(); ++i)
     for (size_t j = 0; j + 1 < right.p.size(); ++j)
       if (cross(left.p[i], left.p[i + 1], right.p[j], right.p[j + 1]))
-        return name("left", L) + " crosses " + name("right", R) + " (near x " + fixed(left.p[i + 1].x) + ", y " +
+        return left_name + " crosses " + right_name + " (near x " + fixed(left.p[i + 1].x) + ", y " +
                fixed(left.p[i + 1].y) + ")";
   // The ring: the left bound forward, the right one back. Left on the left: clockwise (negative area).
   double area2 = 0;
@@ -95,7 +96,7 @@ std::string lanelet_problem(const VectorMap& map, const MapLanelet& ll, const st
     const P2& b = ring[(i + 1) % ring.size()];
     area2 += a.x * b.y - b.x * a.y;
   }
-  if (area2 > 0) return name("left", L) + " lies to the right of " + name("right", R);
+  if (area2 > 0) return left_name + " lies to the right of " + right_name;
   return "";
 }
 
