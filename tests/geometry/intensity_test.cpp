@@ -78,12 +78,16 @@ TEST(NormalizeIntensity, EqualsThePlainReferenceOnRandomSamplesOfEverySizeBothMe
       // The method did something, and only to intensities of non-empty groups.
       ASSERT_NE(fast.at("context").data, s.at("context").data) << seed;
       for (size_t i = 0; i < s.at("context").data.size(); ++i)
-        if (i % 4 != 3) ASSERT_EQ(fast.at("context").data[i], s.at("context").data[i]);
+        if (i % 4 != 3) {
+          ASSERT_EQ(fast.at("context").data[i], s.at("context").data[i]);
+        }
       for (int64_t l = 0; l < L; ++l)
         for (int64_t k = 0; k < K; ++k)
           for (int j = 0; j < 4; ++j) {
             const size_t i = (size_t)((l * K + k) * 4 + j);
-            if (j < 3 || s.at("local_count").data[(size_t)l] == 0) ASSERT_EQ(fast.at("local").data[i], s.at("local").data[i]);
+            if (j < 3 || s.at("local_count").data[(size_t)l] == 0) {
+              ASSERT_EQ(fast.at("local").data[i], s.at("local").data[i]);
+            }
           }
     }
   }
@@ -249,7 +253,9 @@ TEST(ScaleIntensityStage, DrawsScaleAndGammaLogUniformlyInRangeFromTheSeedTheSam
     ASSERT_LE(f, 3.f * (1 + 1e-6f));
     for (size_t i = 3; i < s.at("context").data.size(); i += 4) ASSERT_EQ(a->at("context").data[i], f * s.at("context").data[i]);
     for (size_t i = 3; i < s.at("local").data.size(); i += 4)
-      if (s.at("local_count").data[i / 16] > 0) ASSERT_EQ(a->at("local").data[i], f * s.at("local").data[i]);
+      if (s.at("local_count").data[i / 16] > 0) {
+        ASSERT_EQ(a->at("local").data[i], f * s.at("local").data[i]);
+      }
     sum_log += std::log(f);
     low += f < 1.f;
     if (seed < 2) first.push_back(f);

@@ -172,7 +172,7 @@ TEST(MapDirParam, ReadMapLinesRefusesBothMapAndMapDirNeitherAndAFolderWithoutIts
   EXPECT_FALSE(fs::exists(tmp.path("x.st")));
   // Both and neither are the parser's own refusals (the schema's check): `streamline validate`,
   // which only parses, reports them too.
-  for (const std::string params : {std::string(R"("map": "../map.osm", "map_dir": "../autoware")"), std::string(R"("categories": [])")}) {
+  for (const std::string& params : {std::string(R"("map": "../map.osm", "map_dir": "../autoware")"), std::string(R"("categories": [])")}) {
     try {
       parse_pipeline(samples_pipeline(scan + lines_stage(params), "crop_polyline", tmp.path("y.st")), "v.json");
       ADD_FAILURE() << "parsed: " << params;
@@ -250,7 +250,7 @@ TEST(MapDirParam, MapTilesRefusesBothNeitherAMapWithoutRootAndAFolderWithoutTile
             std::string::npos)
       << no_root;
   // These three are the parser's own (the schema's check): `streamline validate` reports them too.
-  for (const std::string params :
+  for (const std::string& params :
        {R"("map": "../../lanelet2_map.osm", "map_dir": ")" + root + R"(/train")",
         R"("root": ")" + root + R"(/train/pointcloud_map")", R"("map": ")" + root + R"(/lanelet2_map.osm")"}) {
     try {
