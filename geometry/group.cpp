@@ -137,6 +137,7 @@ void select_k(uint64_t* a, size_t n, size_t k) {
   // The last few by their ranks (how many keys precede each, equal keys by position), counted
   // branch-free: an insertion sort's compares here were as unpredictable as the partitions'.
   const size_t m = hi - lo;
+  if (m <= 1) return;
   uint64_t v[16];
   uint8_t rank[16];
   std::memcpy(v, a + lo, m * sizeof(uint64_t));
@@ -155,6 +156,7 @@ void select_k(uint64_t* a, size_t n, size_t k) {
 // keys are equal (a crop listing a point twice) or n > 64: the caller sorts instead.
 #if defined(__x86_64__)
 __attribute__((target("avx2"))) bool sort_by_rank_avx2(uint64_t* a, size_t n) {
+  if (n <= 1) return true;  // sorted already (and a may be null when n is 0: no memcpy from it)
   if (n > 64) return false;
   alignas(32) int64_t v[64];
   alignas(32) uint64_t out[64];
