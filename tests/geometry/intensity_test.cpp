@@ -16,6 +16,7 @@
 #include "graph/registry.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
+#include "tests/graph/run_stage.h"
 #include "train/eval_step.h"
 
 namespace sl {
@@ -211,18 +212,7 @@ std::string pipeline(const std::string& vary = R"("params":{"scale":[0.3,3],"gam
   return p;
 }
 
-struct Collect : Emitter {
-  std::vector<Item> items;
-  void emit(Item item) override { items.push_back(std::move(item)); }
-  void emit_marker(Envelope::Type, Position) override {}
-};
-
-std::shared_ptr<Sample> run_stage(Stage& st, const Sample& s) {
-  Collect out;
-  RunContext ctx;
-  st.process(std::make_shared<Sample>(s), Position{}, out, ctx);
-  return std::get<std::shared_ptr<Sample>>(out.items.at(0));
-}
+using test::run_stage;
 
 std::unique_ptr<Stage> make(const PipelineSpec& spec, const std::string& id) {
   const StageSpec& st = spec.stage(id);

@@ -15,6 +15,7 @@
 #include "graph/registry.h"
 #include "graph/spec.h"
 #include "graph/stage.h"
+#include "tests/graph/run_stage.h"
 #include "kernels/model_views.h"
 #include "train/eval_step.h"
 
@@ -148,18 +149,7 @@ const char* kPipeline = R"({"name":"m","seed":1,"device":"cpu","epochs":1,"stage
     {"id":"h2d","type":"to_device"},
     {"id":"train","type":"train_step"}]})";
 
-struct Collect : Emitter {
-  std::vector<Item> items;
-  void emit(Item item) override { items.push_back(std::move(item)); }
-  void emit_marker(Envelope::Type, Position) override {}
-};
-
-std::shared_ptr<Sample> run_stage(Stage& st, const Sample& s) {
-  Collect out;
-  RunContext ctx;
-  st.process(std::make_shared<Sample>(s), Position{}, out, ctx);
-  return std::get<std::shared_ptr<Sample>>(out.items.at(0));
-}
+using test::run_stage;
 
 TEST(MirrorLineStage, DrawsEachImageAboutAQuarterOfTheTimeFromTheSeed) {
   const StageSchema* schema = StageRegistry::instance().find("mirror_line");
