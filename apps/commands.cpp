@@ -30,6 +30,7 @@
 #include "formats/tiles/tile_set.h"
 #include "formats/maps/projection.h"
 #include "formats/maps/vector_map.h"
+#include "refine/lanelet_check.h"
 #include "refine/map_error.h"
 #include "refine/review.h"
 
@@ -408,12 +409,15 @@ int cmd_apply_review(const MapToolArgs& a) {
   const VectorMap refined = read_vector_map(a.refined, a.read_options());
   const PendingAs pending = a.pending == "accept" ? PendingAs::Accepted : PendingAs::Rejected;
   ApplyReviewReport r;
-  const std::vector<Vec3d> d = reviewed_moves(given, refined, a.review, pending, &r);
-  const MapWriteReport w = write_vector_map(a.out, given, d);
+  // One bound of a lanelet accepted and the other rejected can leave the lanelet invalid (bounds
+  // crossing, left and right swapped): those moves are undone, as infer undoes them.
+  const LaneletKeep keep = keep_lanelets_valid(given, reviewed_moves(given, refined, a.review, pending, &r));
+  for (uint8_t u : keep.undone) r.kept_vertices -= u, r.reverted_vertices += u;
+  const MapWriteReport w = write_vector_map(a.out, given, keep.d);
   std::cerr << "applied the review " << a.review << " to " << a.map << " (refined: " << a.refined << ") -> " << a.out
             << " (" << w.moved_vertices << " vertices written moved; pending lines "
             << (pending == PendingAs::Accepted ? "accepted" : "rejected") << ")\n"
-            << to_text(r);
+            << to_text(r) << to_text(keep);
   return kOk;
 }
 

@@ -357,11 +357,7 @@ void finish_review(const SharedMap& map, const LaneletKeep& keep, const std::vec
   // A move undone to keep a lanelet valid is for the map maker to look at.
   for (size_t v = 0; v < f.size(); ++v)
     if (keep.undone[v]) f[v] = VertexFate::Flagged;
-  if (keep.checked > 0) {
-    std::cerr << "  lanelets: " << keep.checked << " with a moved bound, " << keep.kept << " kept valid by undoing the moves of their bounds\n";
-    for (size_t i = 0; i < keep.notes.size() && i < 20; ++i) std::cerr << "    " << keep.notes[i] << "\n";
-    if (keep.notes.size() > 20) std::cerr << "    ... and " << keep.notes.size() - 20 << " more\n";
-  }
+  std::cerr << to_text(keep);
   const fs::path o(out);
   const std::string review =
       !a.review.empty() ? a.review : (o.parent_path() / (o.stem().string() + ".review.geojson")).string();

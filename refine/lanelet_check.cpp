@@ -153,4 +153,13 @@ LaneletKeep keep_lanelets_valid(const VectorMap& map, std::vector<Vec3d> d) {
   return k;
 }
 
+std::string to_text(const LaneletKeep& k, size_t max_notes) {
+  if (k.checked == 0) return "";
+  std::string s = "  lanelets: " + std::to_string(k.checked) + " with a moved bound, " + std::to_string(k.kept) +
+                  " kept valid by undoing the moves of their bounds\n";
+  for (size_t i = 0; i < k.notes.size() && i < max_notes; ++i) s += "    " + k.notes[i] + "\n";
+  if (k.notes.size() > max_notes) s += "    ... and " + std::to_string(k.notes.size() - max_notes) + " more\n";
+  return s;
+}
+
 }  // namespace sl

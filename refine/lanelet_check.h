@@ -19,6 +19,7 @@
 // again (a bound is shared with the next lanelet) until no lanelet is broken; at worst every guarded
 // bound is as given, which was valid.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,5 +44,10 @@ struct LaneletKeep {
 
 // `d` (one displacement per vertex of `map`) with the moves that break a lanelet undone (above).
 LaneletKeep keep_lanelets_valid(const VectorMap& map, std::vector<Vec3d> d);
+
+// What infer, apply-review and evaluate-map print: "  lanelets: N with a moved bound, K kept valid by
+// undoing the moves of their bounds" and the first `max_notes` notes, one a line; "" when no lanelet
+// had a moved bound.
+std::string to_text(const LaneletKeep& k, size_t max_notes = 20);
 
 }  // namespace sl

@@ -12,6 +12,7 @@
 
 #include "graph/atomic_file.h"
 #include "formats/maps/vector_map.h"
+#include "refine/lanelet_check.h"
 #include "tests/apps/cli_util.h"
 #include "tests/report/browser_util.h"
 #include "tests/train/constant_model.h"
@@ -278,6 +279,70 @@ TEST(CliMap, ApplyReviewKeepsTheMovesOfTheAcceptedLinesOnly) {
   EXPECT_EQ(not_json.code, 1);
   EXPECT_NE(not_json.err.find(given + ": not JSON"), std::string::npos) << not_json.err;
   EXPECT_FALSE(fs::exists(dir.path("x.osm")));
+}
+
+// A taper refined with both bounds moved 12 cm down (valid); the map maker accepts the left bound and
+// rejects the right: the left bound alone would cross the right one, so apply-review undoes the moves
+// of lanelet 300's bounds, keeps the accepted move of a lane far away, and names the lanelet it kept.
+TEST(CliMap, ApplyReviewUndoesTheAcceptedMovesThatWouldBreakALanelet) {
+  test::TempDir dir;
+  struct Node {
+    int id;
+    double x, y;
+  };
+  auto osm = [](const std::vector<Node>& nodes) {
+    std::string s = "<?xml version='1.0'?>\n<osm version='0.6'>\n";
+    for (const Node& n : nodes)
+      s += "  <node id='" + std::to_string(n.id) + "' lat='' lon=''><tag k='local_x' v='" + std::to_string(n.x) +
+           "'/><tag k='local_y' v='" + std::to_string(n.y) + "'/><tag k='ele' v='0'/></node>\n";
+    s += "  <way id='100'><nd ref='1'/><nd ref='2'/><nd ref='3'/><nd ref='4'/><tag k='type' v='line_thin'/></way>\n"
+         "  <way id='101'><nd ref='11'/><nd ref='12'/><nd ref='13'/><nd ref='4'/><tag k='type' v='road_border'/></way>\n"
+         "  <way id='200'><nd ref='21'/><nd ref='22'/><tag k='type' v='line_thin'/></way>\n"
+         "  <way id='201'><nd ref='31'/><nd ref='32'/><tag k='type' v='road_border'/></way>\n"
+         "  <relation id='300'><member type='way' ref='100' role='left'/><member type='way' ref='101' role='right'/>"
+         "<tag k='type' v='lanelet'/></relation>\n"
+         "  <relation id='301'><member type='way' ref='200' role='left'/><member type='way' ref='201' role='right'/>"
+         "<tag k='type' v='lanelet'/></relation>\n</osm>\n";
+    return s;
+  };
+  // The taper: the bounds meet at node 4. The far lane: 3.5 m wide at y = 20.
+  std::vector<Node> nodes = {{1, 0, 1},   {2, 5, 0.5},   {3, 9.5, 0.05},   {4, 10, 0},    {11, 0, -1},
+                             {12, 5, -0.5}, {13, 9.5, -0.05}, {21, 0, 21.75}, {22, 10, 21.75}, {31, 0, 18.25},
+                             {32, 10, 18.25}};
+  const std::string given = dir.path("given.osm"), refined = dir.path("refined.osm"), layer = dir.path("layer.geojson");
+  write_file_atomic(given, osm(nodes));
+  for (Node& n : nodes) {
+    if (n.id == 3 || n.id == 13) n.y -= 0.12;
+    if (n.id == 21) n.y += 0.05;
+  }
+  write_file_atomic(refined, osm(nodes));
+  auto line = [](int id, const std::string& review) {
+    return "{\"type\":\"Feature\",\"geometry\":null,\"properties\":{\"streamline:state\":\"refined\",\"id\":" +
+           std::to_string(id) + ",\"part\":0,\"streamline:review\":\"" + review + "\"}}";
+  };
+  write_file_atomic(layer, "{\"type\":\"FeatureCollection\",\"features\":[" + line(100, "accepted") + "," +
+                               line(101, "rejected") + "," + line(200, "accepted") + "]}");
+  auto r = run_cli(dir, "apply-review --map " + q(given) + " --refined " + q(refined) + " --review " + q(layer) +
+                            " --out " + q(dir.path("out.osm")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("lanelets: 2 with a moved bound, 1 kept valid by undoing the moves of their bounds"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("lanelet 300: its left bound (way 100"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("lanelet 301"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("moved vertices: 1 kept, 2 put back as given"), std::string::npos) << r.err;
+  const VectorMap g = read_vector_map(given), o = read_vector_map(dir.path("out.osm"));
+  ASSERT_EQ(o.vertices.size(), g.vertices.size());
+  for (uint32_t v = 0; v < g.vertices.size(); ++v) {
+    const double dy = g.vertices[v].id == 21 ? 0.05 : 0.0;
+    EXPECT_NEAR(o.vertices[v].world[0], g.vertices[v].world[0], 1e-6) << "node " << g.vertices[v].id;
+    EXPECT_NEAR(o.vertices[v].world[1], g.vertices[v].world[1] + dy, 1e-6) << "node " << g.vertices[v].id;
+  }
+  for (const MapLanelet& ll : o.lanelets) {
+    std::vector<Vec3d> pos;
+    for (const auto& v : o.vertices) pos.push_back(v.world);
+    EXPECT_EQ(lanelet_problem(o, ll, pos), "") << "lanelet " << ll.id;
+  }
 }
 
 }  // namespace
