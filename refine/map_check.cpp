@@ -5,10 +5,28 @@
 #include <cstdio>
 
 #include "graph/error.h"
+#include "refine/lanelet_check.h"
 
 namespace sl {
 
 namespace {
+
+// The passes' `total` on `start` with the moves that break a lanelet undone, as infer writes it; the
+// last entry of `errors` (after the last pass) measured again when a lanelet was kept.
+LaneletKeep keep_lanelets(const VectorMap& truth, const VectorMap& start, std::vector<Vec3d> total,
+                          const std::vector<std::string>& categories, const TileSet& region,
+                          std::vector<MapErrorResult>* errors, LaneletsKept* counts) {
+  if (start.lanelets.empty()) {
+    LaneletKeep k;
+    k.d = std::move(total);
+    k.undone.assign(k.d.size(), 0);
+    return k;
+  }
+  LaneletKeep k = keep_lanelets_valid(start, std::move(total));
+  counts->checked = k.checked, counts->kept = k.kept;
+  if (k.kept > 0 && !errors->empty()) errors->back() = map_error(truth, moved_map(start, k.d), categories, &region);
+  return k;
+}
 
 // The region's tile that holds a point (the lowest index), -1 for none.
 int tile_of(const TileSet& region, const Vec3d& p) {
@@ -40,12 +58,17 @@ GatedRun gated_run(const SharedMap& truth, const SharedMap& start, const PassOpt
                    const TileSet& region) {
   GatedRun g;
   GateTally tally(c.gate.unsettled);
-  const std::vector<Vec3d> total = refine_in_passes(
-      start, options, gated_pass(refine, cal, c.gate, categories, &tally), &g.passes,
-      [&](const PassReport&, const std::vector<Vec3d>& t) {
-        g.errors.push_back(map_error(truth.map, moved_map(start.map, t), categories, &region));
-      });
-  const std::vector<VertexFate> fates = tally.fates(total);
+  const LaneletKeep keep = keep_lanelets(
+      truth.map, start.map,
+      refine_in_passes(start, options, gated_pass(refine, cal, c.gate, categories, &tally), &g.passes,
+                       [&](const PassReport&, const std::vector<Vec3d>& t) {
+                         g.errors.push_back(map_error(truth.map, moved_map(start.map, t), categories, &region));
+                       }),
+      categories, region, &g.errors, &g.lanelets);
+  const std::vector<Vec3d>& total = keep.d;
+  std::vector<VertexFate> fates = tally.fates(total);
+  for (size_t v = 0; v < fates.size(); ++v)  // as infer: an undone move is for the map maker to look at
+    if (keep.undone[v]) fates[v] = VertexFate::Flagged;
   g.fates = count_fates(start.map, fates, categories);
   // The vertices that were far off and where they ended (horizontal and vertical error together).
   const VertexFrame frames = vertex_frames(start.map, categories);
@@ -81,12 +104,14 @@ MapCheckResult check_map_refinement(const SharedMap& truth, const std::vector<Ve
     last = rep;
   };
   // The fixed point: the truth in, every pass's map against the truth.
-  refine_in_passes(
-      truth, options, refine, &r.fixed_passes,
-      [&](const PassReport&, const std::vector<Vec3d>& total) {
-        r.fixed.push_back(map_error(truth.map, moved_map(truth.map, total), categories, &region));
-      },
-      confidence ? keep : PassDetail());
+  keep_lanelets(truth.map, truth.map,
+                refine_in_passes(
+                    truth, options, refine, &r.fixed_passes,
+                    [&](const PassReport&, const std::vector<Vec3d>& total) {
+                      r.fixed.push_back(map_error(truth.map, moved_map(truth.map, total), categories, &region));
+                    },
+                    confidence ? keep : PassDetail()),
+                categories, region, &r.fixed, &r.fixed_lanelets);
   if (confidence) add_samples(truth.map, moved_map(truth.map, first_d), first, categories, region, &r.samples);
   // The perturbed map: the same passes from the truth moved by the noise.
   const SharedMap perturbed = make_shared_map(moved_map(truth.map, perturbation));
@@ -97,6 +122,7 @@ MapCheckResult check_map_refinement(const SharedMap& truth, const std::vector<Ve
         r.perturbed.push_back(map_error(truth.map, moved_map(perturbed.map, total), categories, &region));
       },
       confidence ? keep : PassDetail());
+  keep_lanelets(truth.map, perturbed.map, perturbed_total, categories, region, &r.perturbed, &r.perturbed_lanelets);
   if (!confidence) return r;
   add_samples(truth.map, moved_map(perturbed.map, perturbed_total), last, categories, region, &r.final_samples);
   r.checked_confidence = true;
@@ -150,6 +176,13 @@ std::string table(const std::vector<std::string>& heads, const std::vector<const
   return s;
 }
 
+// "" where no lanelet had a moved bound.
+std::string lanelets_text(const LaneletsKept& k) {
+  if (k.checked == 0) return "";
+  return "  lanelets: " + std::to_string(k.checked) + " with a moved bound after the last pass, " + std::to_string(k.kept) +
+         " kept valid by undoing the moves of their bounds (as infer does; the last pass's figures are after that)\n";
+}
+
 }  // namespace
 
 std::string to_text(const MapCheckResult& r) {
@@ -164,6 +197,7 @@ std::string to_text(const MapCheckResult& r) {
        "true lines, m:\n";
   if (!stages.empty()) s += table(heads, stages);
   s += to_text(r.fixed_passes, r.options);
+  s += lanelets_text(r.fixed_lanelets);
   heads = {"input"};
   stages = {&r.perturbed_input};
   for (size_t k = 0; k < r.perturbed.size(); ++k) {
@@ -173,6 +207,7 @@ std::string to_text(const MapCheckResult& r) {
   s += "\nThe perturbed map refined, 3-D distance of its vertices to the true lines, m:\n";
   s += table(heads, stages);
   s += to_text(r.perturbed_passes, r.options);
+  s += lanelets_text(r.perturbed_lanelets);
   if (r.perturbed_input.outside > 0)
     s += "(" + std::to_string(r.perturbed_input.outside) + " vertices outside the clouds left out)\n";
   if (!r.checked_confidence) return s;
@@ -206,6 +241,7 @@ std::string to_text(const MapCheckResult& r) {
     std::string o = std::string(what) + ", gated, 3-D distance of its vertices to the true lines, m:\n";
     o += table(heads, stages);
     o += to_text(g.passes, r.options);
+    o += lanelets_text(g.lanelets);
     o += to_text(g.fates);
     char c[256];
     std::snprintf(c, sizeof c, "  flagged: %lld of %lld refined vertices (%.1f%%)", (long long)g.flagged, (long long)g.refined,

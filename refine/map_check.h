@@ -4,7 +4,9 @@
 //  - the perturbed map: the true map moved by perturb_map's noise (seeded), refined in passes: the
 //    error before, and after each pass.
 // Errors are map_error's (each vertex's distance to its true line), counted over the vertices inside
-// `region` (the clouds or tiles refined: the others cannot move).
+// `region` (the clouds or tiles refined: the others cannot move). On a map with lanelets the passes'
+// total goes through keep_lanelets_valid as infer's does (refine/lanelet_check.h): the last pass's
+// figures are those of the map infer would write.
 #pragma once
 #include <string>
 #include <vector>
@@ -29,9 +31,15 @@ struct ConfidenceCheck {
   double far = 0.05, near = 0.02;  // m: the vertices more than `far` off in the input, and how many end within `near`
 };
 
+// Of a run's lanelets with a moved bound after the last pass, those whose bounds' moves were undone.
+struct LaneletsKept {
+  int64_t checked = 0, kept = 0;
+};
+
 struct GatedRun {
   std::vector<PassReport> passes;
-  std::vector<MapErrorResult> errors;  // after each pass
+  std::vector<MapErrorResult> errors;  // after each pass (the last: after the lanelet check)
+  LaneletsKept lanelets;
   FateCounts fates;
   int64_t far = 0, far_ended_near = 0;  // vertices more than `far` off in the input; of them, within `near` at the end
   int64_t refined = 0, flagged = 0;     // vertices the refinement reached; of them, flagged
@@ -43,6 +51,7 @@ struct MapCheckResult {
   std::vector<MapErrorResult> fixed;      // the true map after each pass
   MapErrorResult perturbed_input;         // the perturbed map as given
   std::vector<MapErrorResult> perturbed;  // after each pass
+  LaneletsKept fixed_lanelets, perturbed_lanelets;
   // The confidence check, when asked for.
   bool checked_confidence = false;
   ConfidenceCheck confidence;

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "graph/error.h"
+#include "formats/maps/lanelet2.h"
 #include "refine/map_check.h"
 #include "refine/passes.h"
 
@@ -175,6 +176,53 @@ TEST_F(PassesTest, TheMapCheckMeasuresTheTrueMapRefinedAndThePerturbedMapAfterEa
   far.tiles.push_back(f);
   const MapCheckResult none = check_map_refinement(truth, noise, PassOptions{1, 0.0}, halfway(nullptr), {"curb"}, far);
   EXPECT_EQ(none.perturbed_input.outside, 3);
+}
+
+// On a Lanelet2 map the passes' total goes through the lanelet check, as infer's does: a taper whose
+// left bound the refiner pushes across the right one is measured as infer would write it (the move
+// undone: no error left), and the kept lanelet is counted in the report.
+TEST_F(PassesTest, TheMapCheckUndoesTheMovesThatWouldBreakALaneletAsInferDoes) {
+  std::string osm = "<?xml version='1.0'?>\n<osm version='0.6'>\n";
+  const double xy[][3] = {{1, 0, 1}, {2, 5, 0.5}, {3, 9.5, 0.05}, {4, 10, 0}, {11, 0, -1}, {12, 5, -0.5}, {13, 9.5, -0.05}};
+  for (const auto& n : xy)
+    osm += "  <node id='" + std::to_string(int(n[0])) + "' lat='' lon=''><tag k='local_x' v='" + std::to_string(n[1]) +
+           "'/><tag k='local_y' v='" + std::to_string(n[2]) + "'/><tag k='ele' v='0'/></node>\n";
+  osm += "  <way id='100'><nd ref='1'/><nd ref='2'/><nd ref='3'/><nd ref='4'/><tag k='type' v='line_thin'/></way>\n"
+         "  <way id='101'><nd ref='11'/><nd ref='12'/><nd ref='13'/><nd ref='4'/><tag k='type' v='road_border'/></way>\n"
+         "  <relation id='300'><member type='way' ref='100' role='left'/><member type='way' ref='101' role='right'/>"
+         "<tag k='type' v='lanelet'/></relation>\n</osm>\n";
+  const SharedMap truth = make_shared_map(parse_lanelet2(osm, "taper.osm"));
+  ASSERT_EQ(truth.map.lanelets.size(), 1u);
+  TileSet region;
+  TileInfo t;
+  t.box = BoxXY{-5, -5, 15, 5};
+  region.tiles.push_back(t);
+  // The refiner: node 3 (5 cm above the right bound) 12 cm down, across it.
+  const RefinePass across = [](const SharedMap& m, int, MapRefineReport*) {
+    std::vector<Vec3d> d(m.map.vertices.size(), Vec3d{0, 0, 0});
+    for (size_t v = 0; v < m.map.vertices.size(); ++v)
+      if (m.map.vertices[v].id == 3) d[v][1] = -0.12;
+    return d;
+  };
+  const std::vector<Vec3d> noise(truth.map.vertices.size(), Vec3d{0, 0, 0});
+  const MapCheckResult r = check_map_refinement(truth, noise, PassOptions{1, 0.0}, across, {}, region);
+  ASSERT_EQ(r.fixed.size(), 1u);
+  ASSERT_EQ(r.perturbed.size(), 1u);
+  EXPECT_EQ(r.fixed_lanelets.checked, 1);
+  EXPECT_EQ(r.fixed_lanelets.kept, 1);
+  EXPECT_EQ(r.perturbed_lanelets.kept, 1);
+  for (const auto& row : r.fixed[0].rows) EXPECT_EQ(row.full.p95, 0.0) << row.category << ": the move was undone";
+  for (const auto& row : r.perturbed[0].rows) EXPECT_EQ(row.full.p95, 0.0) << row.category;
+  const std::string text = to_text(r);
+  EXPECT_NE(text.find("lanelets: 1 with a moved bound after the last pass, 1 kept valid by undoing the moves of their bounds"),
+            std::string::npos)
+      << text;
+  // A map without lanelets is measured as refined.
+  const SharedMap lines = map();
+  const MapCheckResult plain = check_map_refinement(lines, std::vector<Vec3d>(lines.map.vertices.size(), Vec3d{0, 0, 0}),
+                                                    PassOptions{1, 0.0}, halfway(nullptr), {"curb"}, region);
+  EXPECT_EQ(plain.fixed_lanelets.checked, 0);
+  EXPECT_EQ(to_text(plain).find("lanelets:"), std::string::npos);
 }
 
 }  // namespace
