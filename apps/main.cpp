@@ -365,9 +365,14 @@ void finish_review(const SharedMap& map, const LaneletKeep& keep, const std::vec
   const std::string made_by =
       "streamline infer --map " + a.map + " --checkpoint " + checkpoint + "; the model: " + model.provenance();
   const std::string text = review_geojson(map.map, d, f, tally, categories, a.gate, made_by, &rc, &keep.why, &sparse);
-  if (rc.sparse_segments > 0)
-    std::cerr << "  " << rc.sparse_segments << " segment(s) the points bend away from by more than "
-              << kDefaultBendTolerance << " m: curves drawn with too few vertices (in the review layer, to add vertices)\n";
+  // The sparse segments, said once: on stderr (they are in the layer) and in the page's notes (the first few named).
+  std::string sparse_said;
+  if (rc.sparse_segments > 0) {
+    char tol[32];
+    std::snprintf(tol, sizeof tol, "%g", kDefaultBendTolerance);
+    sparse_said = std::to_string(rc.sparse_segments) + " segment(s) the points bend away from by more than " + tol + " m";
+    std::cerr << "  " << sparse_said << ": curves drawn with too few vertices (in the review layer, to add vertices)\n";
+  }
   write_file_atomic(review, text);
   if (tally.passes() > 0) std::cerr << to_text(count_fates(map.map, f, categories));
   // The one page beside it: the counts, where the changes are, the largest and least certain ones over their points.
@@ -378,15 +383,12 @@ void finish_review(const SharedMap& map, const LaneletKeep& keep, const std::vec
   in.provenance = made_by;
   in.layer = fs::path(review).filename().string();
   in.points = points;
-  if (rc.sparse_segments > 0) {
+  if (!sparse_said.empty()) {
     std::string first;
     for (size_t i = 0; i < sparse.size() && i < 5; ++i)
       first += (i ? ", " : "") + map.map.label(sparse[i].line) + " segment " + std::to_string(sparse[i].segment);
-    char tol[32];
-    std::snprintf(tol, sizeof tol, "%g", kDefaultBendTolerance);
-    in.notes.push_back(std::to_string(rc.sparse_segments) + " segment(s) the points bend away from by more than " +
-                       std::string(tol) + " m on average: curves drawn with too few vertices (" +
-                       first + (sparse.size() > 5 ? ", ..." : "") + "); the layer's \"sparse\" features, to add vertices");
+    in.notes.push_back(sparse_said + " on average: curves drawn with too few vertices (" + first +
+                       (sparse.size() > 5 ? ", ..." : "") + "); the layer's \"sparse\" features, to add vertices");
   }
   for (const std::string& n : keep.notes) in.notes.push_back(n);
   write_file_atomic(page.string(), review_html(in));
