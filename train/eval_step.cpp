@@ -78,9 +78,33 @@ class EvalStep : public Stage {
     }
     // The widths from the checkpoint's own pipeline, so a model of any widths loads.
     owned_ = std::make_unique<LineRefiner>(config_from_checkpoint(path), 0);
-    load_checkpoint(path, *owned_, nullptr, nullptr);
+    std::map<std::string, std::string> meta;
+    load_checkpoint(path, *owned_, nullptr, &meta);
+    check_prepared_as_trained(path, meta, ctx);
     if (!ctx.quiet) std::fprintf(stderr, "eval_step: %s\n", path.c_str());
     model_ = owned_.get();
+  }
+  // The samples must be prepared as the checkpoint's were: a preparing stage of its pipeline that
+  // this pipeline lacks (a hand-written evaluation without the normalize_intensity it trained with)
+  // would score the model on inputs it never saw, without a sign.
+  void check_prepared_as_trained(const std::string& path, const std::map<std::string, std::string>& meta,
+                                 const RunContext& ctx) const {
+    const auto rec = meta.find("pipeline");
+    if (rec == meta.end() || ctx.pipeline_json.empty()) return;  // weights without a pipeline: nothing to compare
+    const PipelineSpec trained = parse_recorded_pipeline(rec->second, path + ": __metadata__/pipeline");
+    rapidjson::Document d;
+    d.Parse(ctx.pipeline_json.c_str(), ctx.pipeline_json.size());
+    if (d.HasParseError() || !d.IsObject() || !d.HasMember("stages") || !d["stages"].IsArray()) return;
+    std::vector<std::string> types;
+    for (const auto& st : d["stages"].GetArray())
+      if (st.IsObject() && st.HasMember("type") && st["type"].IsString()) types.push_back(st["type"].GetString());
+    const std::vector<std::string> missing = missing_prepare_stages(trained, types);
+    if (missing.empty()) return;
+    std::string list;
+    for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
+    fail(where_, path + " was trained on samples prepared by stage(s) this pipeline lacks: " + list +
+                     "; add them (before \"batch\", in the checkpoint pipeline's order) so that the model is evaluated on "
+                     "input prepared as in training");
   }
   void process(Item in, const Position&, Emitter&, RunContext& ctx) override {
     const auto& b = std::get<std::shared_ptr<Batch>>(in);
@@ -150,6 +174,33 @@ class EvalStep : public Stage {
 };
 
 }  // namespace
+
+std::vector<std::string> missing_prepare_stages(const PipelineSpec& trained, const std::vector<std::string>& eval_types) {
+  std::vector<const StageSchema*> eval;
+  for (const std::string& t : eval_types)
+    if (const StageSchema* s = StageRegistry::instance().find(t)) eval.push_back(s);
+  std::vector<std::string> missing;
+  for (const auto& st : trained.stages) {
+    const StageSchema& schema = *st.schema;
+    if (schema.infer != InferRole::Prepare) continue;
+    const bool found = std::any_of(eval.begin(), eval.end(), [&](const StageSchema* e) {
+      return e->type == schema.type || (!schema.produces_keys.empty() && e->produces_keys == schema.produces_keys);
+    });
+    if (found) continue;
+    rapidjson::Document one(rapidjson::kObjectType);
+    auto& a = one.GetAllocator();
+    one.AddMember("id", rapidjson::Value(st.id.c_str(), a), a);
+    one.AddMember("type", rapidjson::Value(st.type.c_str(), a), a);
+    const rapidjson::Value& stages = (*trained.doc)["stages"];
+    if (stages.IsArray() && rapidjson::SizeType(st.index) < stages.Size() && stages[rapidjson::SizeType(st.index)].HasMember("params"))
+      one.AddMember("params", rapidjson::Value(stages[rapidjson::SizeType(st.index)]["params"], a), a);
+    rapidjson::StringBuffer sb;
+    rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+    one.Accept(w);
+    missing.push_back(sb.GetString());
+  }
+  return missing;
+}
 
 std::string publish_live_model(const LineRefiner* m) {
   char key[64];

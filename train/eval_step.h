@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/spec.h"
 #include "graph/stage.h"
 #include "kernels/model.h"
 #include "report/eval_examples.h"
@@ -22,6 +23,14 @@ namespace sl {
 // after it is how far it moves a line that was right.
 std::string make_eval_pipeline(const std::string& pipeline_json, const std::string& root, const std::string& sink_id,
                                const std::string& model_key, bool fixed_point = false);
+
+// The stages of a checkpoint's pipeline `trained` that prepare the model's input (InferRole::Prepare:
+// what infer replays) and that an evaluation pipeline of stage types `eval_types` lacks: neither a
+// stage of the same type nor one that makes the same sample keys (crop_tiles and crop_polyline both
+// make "points"). Each as {"id": ..., "type": ..., "params": {...}}, the stage as the checkpoint
+// records it. eval_step refuses a checkpoint with any (a model trained on normalized intensities fed
+// raw ones is wrong without a sign).
+std::vector<std::string> missing_prepare_stages(const PipelineSpec& trained, const std::vector<std::string>& eval_types);
 
 // A model an in-process evaluation may read, under the key "live:<address>" (eval_step's
 // "model" param), until it is retracted.

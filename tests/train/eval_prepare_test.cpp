@@ -1,0 +1,72 @@
+// eval_step evaluates a checkpoint on samples prepared as its training prepared them: a preparing
+// stage of the checkpoint's recorded pipeline (what infer replays) that the evaluation pipeline lacks
+// -- a hand-written evaluation without the normalize_intensity the model trained with -- is refused
+// by name; the shipped evaluation pipelines repeat their trainers' stages and run.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "graph/atomic_file.h"
+#include "graph/spec.h"
+#include "tests/apps/cli_util.h"
+#include "tests/train/constant_model.h"
+#include "train/eval_step.h"
+
+namespace sl {
+namespace {
+
+using test::q;
+using test::run_cli;
+
+std::vector<std::string> types_of(const std::string& pipeline) {
+  std::vector<std::string> t;
+  for (const auto& s : load_pipeline(std::string(SL_SOURCE_DIR) + "/pipelines/" + pipeline).stages) t.push_back(s.type);
+  return t;
+}
+
+std::vector<std::string> missing(const std::string& train, const std::string& eval) {
+  return missing_prepare_stages(load_pipeline(std::string(SL_SOURCE_DIR) + "/pipelines/" + train), types_of(eval));
+}
+
+TEST(EvalPrepare, TheShippedEvalPipelinesRepeatTheirTrainersPreparingStages) {
+  EXPECT_EQ(missing("line_refine_train.json", "line_refine_eval.json"), std::vector<std::string>{});
+  EXPECT_EQ(missing("line_refine_train_local.json", "line_refine_eval_local.json"), std::vector<std::string>{});
+  EXPECT_EQ(missing("line_refine_train_map.json", "line_refine_eval_map.json"), std::vector<std::string>{});
+  // crop_tiles is crop_polyline on a tiled map: the map evaluation's crop_polyline makes the same "points".
+  EXPECT_EQ(missing("line_refine_train_tiles.json", "line_refine_eval_map.json"), std::vector<std::string>{});
+  // The edges model normalizes intensities; the local evaluation does not.
+  const auto edges = missing("line_refine_train_edges.json", "line_refine_eval_local.json");
+  ASSERT_EQ(edges.size(), 1u);
+  EXPECT_EQ(edges[0].rfind("{\"id\":\"intensity\",\"type\":\"normalize_intensity\",\"params\":{", 0), 0u) << edges[0];
+}
+
+TEST(EvalPrepare, ACheckpointTrainedWithNormalizeIntensityIsRefusedByAnEvaluationWithoutIt) {
+  test::TempDir dir;
+  const std::string data = dir.path("d");
+  ASSERT_EQ(run_cli(dir, "gen-data " + q(data) + " --format las --map lanelet2 --train 0 --val 1").code, 0);
+  const std::string ckpt = dir.path("c.safetensors");
+  test::write_constant_checkpoint(ckpt, {0, 0, 0});  // records line_refine_train_map.json: normalize_intensity
+  const std::string eval = std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_eval_map.json";
+  const std::string sets = " --set scan.root=" + q(data + "/val") + " --set eval.model=" + q(ckpt);
+  auto shipped = run_cli(dir, "run " + q(eval) + sets);
+  ASSERT_EQ(shipped.code, 0) << shipped.err;
+  EXPECT_NE((shipped.out + shipped.err).find(" lines, mse "), std::string::npos) << shipped.out << shipped.err;
+  // The same evaluation without its normalize_intensity stage.
+  std::string text = read_file(eval);
+  const size_t at = text.find("    {\"id\": \"intensity\"");
+  ASSERT_NE(at, std::string::npos);
+  text.erase(at, text.find('\n', at) + 1 - at);
+  const std::string hand = dir.path("hand_eval.json");
+  write_file_atomic(hand, text);
+  auto r = run_cli(dir, "run " + q(hand) + sets);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find(ckpt + " was trained on samples prepared by stage(s) this pipeline lacks: {\"id\":\"intensity\","
+                              "\"type\":\"normalize_intensity\""),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ((r.out + r.err).find(" lines, mse "), std::string::npos) << "nothing scored: " << r.out;
+}
+
+}  // namespace
+}  // namespace sl
