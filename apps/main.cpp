@@ -677,6 +677,7 @@ int cmd_evaluate_map(std::string checkpoint, const std::vector<std::string>& clo
   Calibration given;
   ConfidenceCheck cc;
   cc.gate = a.gate;
+  cc.variance_head = model->config().has_variance();
   if (!a.calibration.empty()) {
     given = read_calibration(a.calibration);
     cc.given = &given;

@@ -75,6 +75,7 @@ ModelLayout model_layout(const ModelConfig& c) {
     if (c.local_k <= 0) fail("model config", "the local branch needs K > 0 points per line point");
     if (c.local_window < 0) fail("model config", "the local window must be >= 0");
   }
+  if (c.has_variance()) check(c.variance, "variance");
   if (c.in_channels <= 0 || c.line_channels <= 0 || c.out_channels <= 0)
     fail("model config", "channel counts must be positive");
   ModelLayout l;
@@ -93,6 +94,11 @@ ModelLayout model_layout(const ModelConfig& c) {
   add(l.reg, prev, c.out_channels);
   prev = c.in_channels;
   for (int w : c.local) add(l.local, prev, w), prev = w;
+  if (c.has_variance()) {  // reads the regressor's last hidden layer
+    prev = c.regressor.back();
+    for (int w : c.variance) add(l.var, prev, w), prev = w;
+    add(l.var, prev, c.out_channels);
+  }
   return l;
 }
 
@@ -111,6 +117,7 @@ std::vector<ParamInfo> make_param_table(const ModelConfig& cfg) {
   add("line_mlp", l.line);
   add("regressor", l.reg);
   add("local", l.local);
+  add("variance", l.var);
   return t;
 }
 
@@ -201,6 +208,8 @@ WorkspaceLayout model_workspace(const ModelConfig& cfg, int B, int P, int L, con
     add("window.grad", {NL, Fw}, 4);
     add("loc.dout", {NL, C}, 4);
   }
+  for (size_t i = 0; i < lay.var.size(); ++i) add("var.act." + std::to_string(i), {NL, lay.var[i].out}, 4);
+  for (size_t i = 0; i < lay.var.size(); ++i) add("var.grad." + std::to_string(i), {NL, lay.var[i].out}, 4);
   add("loss", {1}, sizeof(HostLoss));
   if (cuda) add("ones", {std::max({NL, U, int64_t(B), UL})}, 4);
   return w;
@@ -244,7 +253,7 @@ struct LineRefiner::Impl {
   float *in_ctx = nullptr, *in_noisy = nullptr, *in_target = nullptr, *in_local = nullptr, *scratch = nullptr,
         *window = nullptr, *dwindow = nullptr;
   MaxBranch enc, loc;
-  std::vector<float*> line_act, reg_act, line_grad, reg_grad;
+  std::vector<float*> line_act, reg_act, line_grad, reg_grad, var_act, var_grad;
   LossState<float> loss;
   // loss readback
   HostLoss* host_loss = nullptr;  // pinned on CUDA
@@ -384,6 +393,12 @@ struct LineRefiner::Impl {
       else
         linear_forward(c, reg_act[i], reg_act[i - 1], p + y.w, p + y.b, NL, y.in, y.out, relu);
     }
+    // the variance head, on the regressor's last hidden layer
+    for (size_t i = 0; i < lay.var.size(); ++i) {
+      const Layer& y = lay.var[i];
+      linear_forward(c, var_act[i], i == 0 ? reg_act[nR - 2] : var_act[i - 1], p + y.w, p + y.b, NL, y.in, y.out,
+                     i + 1 < lay.var.size());
+    }
     last_B = B;
   }
 
@@ -401,6 +416,23 @@ struct LineRefiner::Impl {
     mse_loss(c, loss, reg_act.back(), target, n_out);
     zero_rows(reg_grad.back(), NL, lay.reg.back().out);
     mse_backward(c, reg_grad.back(), reg_act.back(), target, n_out, 1.f);
+
+    // the variance head: the likelihood of the residual the offsets leave; nothing flows upstream
+    if (!lay.var.empty()) {
+      const size_t nV = lay.var.size();
+      zero_rows(var_grad.back(), NL, lay.var.back().out);
+      gaussian_nll_backward(c, var_grad.back(), var_act.back(), reg_act.back(), target, n_out, 1.f);
+      for (size_t i = nV; i-- > 0;) {
+        const Layer& y = lay.var[i];
+        float* din = nullptr;
+        if (i > 0) {
+          zero_rows(var_grad[i - 1], NL, y.in);
+          din = var_grad[i - 1];
+        }
+        linear_backward(c, din, g + y.w, g + y.b, var_grad[i], var_act[i], i > 0 ? var_act[i - 1] : reg_act[nR - 2],
+                        p + y.w, NL, y.in, y.out, i + 1 < nV);
+      }
+    }
 
     // regressor, reverse; layer 0 is the fused global/line layer
     for (size_t i = nR; i-- > 1;) {
@@ -512,6 +544,8 @@ struct LineRefiner::Impl {
     list(reg_act, "reg.act.", lay.reg.size());
     list(line_grad, "line.grad.", lay.line.size());
     list(reg_grad, "reg.grad.", lay.reg.size());
+    list(var_act, "var.act.", lay.var.size());
+    list(var_grad, "var.grad.", lay.var.size());
     char* l = at<char>("loss");
     loss = {reinterpret_cast<double*>(l), reinterpret_cast<int32_t*>(l + 8), reinterpret_cast<float*>(l + 12)};
     if (ws.has("ones")) {
@@ -712,12 +746,14 @@ void LineRefiner::step_inputs(int B, Adam& adam) {
 }
 
 void LineRefiner::forward(const float* context, const float* noisy_line, int B, int P, int L, float* pred_offset,
-                          const float* local) {
+                          const float* local, float* log_var) {
   Impl& I = *impl_;
+  if (log_var && !cfg_.has_variance()) fail("LineRefiner", "this model has no variance head (no log variance)");
   prepare(std::max(B, I.P == P && I.L == L ? I.cap : 0), P, L);
   I.forward(context, noisy_line, local, B);
   if (pred_offset)
     copy_async(I.ctx, pred_offset, I.reg_act.back(), size_t(B) * L * cfg_.out_channels * sizeof(float));
+  if (log_var) copy_async(I.ctx, log_var, I.var_act.back(), size_t(B) * L * cfg_.out_channels * sizeof(float));
 }
 
 const float* LineRefiner::last_prediction() const {

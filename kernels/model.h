@@ -7,6 +7,12 @@
 //   and the regressor reads [global, feat, local[l-W] .. local[l+W]] [B,L,G+F+(2W+1)C]
 //   (zeros beyond the line's ends): the encoder's structure on B*L groups of K points, and a
 //   kernel-(2W+1) convolution along the line fused into the regressor's first layer.
+// With a variance head (ModelConfig::variance not empty):
+//   the regressor's last hidden layer [B,L,R], detached -> variance.{0,2,..} (ReLU) -> variance.N
+//   -> log_var [B,L,3]: the log variance of the offset's error per axis of the sample frame
+//   (x along the line, y across, z up), trained by the Gaussian likelihood of the residual the
+//   offsets leave (kernels/ops.h, gaussian_nll_backward). Detached, it changes nothing upstream:
+//   the offsets train exactly as without it.
 // The layer sequence (forward, loss, backward, Adam) is written ONCE, in kernels/model.cpp,
 // over the ops of kernels/ops.h, and runs on either backend (kernels/backend.h). Parameters and
 // gradients each live in ONE allocation laid out by the (name, shape) table, named exactly as
@@ -55,6 +61,10 @@ struct ModelConfig {
   std::vector<int> local;
   int local_k = 0, local_window = 1;
   bool has_local() const { return !local.empty(); }
+  // The variance head: empty = none. Otherwise the hidden widths of variance.{0,2,..}; a final
+  // layer to out_channels log variances follows.
+  std::vector<int> variance;
+  bool has_variance() const { return !variance.empty(); }
   // Inference only (evaluation, infer; training never): the prediction averaged over 1, 2 or 4
   // views of each sample (kernels/model_views.h). No parameter depends on it.
   int views = 1;
@@ -83,11 +93,13 @@ struct Layer {
 struct ModelLayout {
   std::vector<Layer> enc, line, reg;  // reg includes the final output layer
   std::vector<Layer> local;            // empty: no local branch
+  std::vector<Layer> var;              // empty: no variance head (else its last layer gives log_var)
 };
 // Throws sl::Error for an empty or non-positive width.
 ModelLayout model_layout(const ModelConfig& cfg);
 
-// The table in state_dict order (encoder, line_mlp, regressor, then local; weight then bias).
+// The table in state_dict order (encoder, line_mlp, regressor, then local, then variance; weight
+// then bias).
 // The local branch comes last so that PyTorch's order (a subclass adds `local` after the
 // seeds' modules) and the seeds' offsets both stay as they are.
 std::vector<ParamInfo> make_param_table(const ModelConfig& cfg);
@@ -113,6 +125,7 @@ size_t batch_input_floats(const ModelConfig& cfg, int B, int P, int L);
 //   loc.pre_max [NLK,C] [cuda]   loc.out [NL,C]  loc.argmax [NL,C] i32   window [NL,Fw]
 //   loc.rows.* (ArgmaxRows)   loc.in.i [UL, ..]   loc.cgrad.i [UL, ..] (i >= 1)
 //   window.grad [NL,Fw]   loc.dout [NL,C]
+// With a variance head: var.act.i [NL, ..] (the last: log_var [NL,out])  var.grad.i [NL, ..]
 struct WorkspaceBuffer {
   std::string name;
   std::vector<int64_t> shape;
@@ -193,9 +206,10 @@ class LineRefiner {
   void step_inputs(int B, Adam& adam);
 
   // ---- inference -----------------------------------------------------------------------------
-  // pred_offset [B,L,out] in backend memory (nullable: read last_prediction()).
+  // pred_offset [B,L,out] in backend memory (nullable: read last_prediction()). log_var (nullable,
+  // backend memory [B,L,out]): the variance head's log variances; throws without a head.
   void forward(const float* context, const float* noisy_line, int B, int P, int L, float* pred_offset,
-               const float* local = nullptr);
+               const float* local = nullptr, float* log_var = nullptr);
   const float* last_prediction() const;  // backend memory, [B,L,out] of the last forward
   // Backend memory, [B,G] of the last forward: the point of each encoder channel's maximum (the
   // first one attaining it), for checks against other implementations of the max.

@@ -10,13 +10,24 @@
 namespace sl {
 
 void forward_views(LineRefiner& model, int views, const float* context, const float* noisy_line, int B, int P, int L,
-                   float* pred, const float* local, float* spread) {
+                   float* pred, const float* local, float* spread, float* sigma) {
   if (views != 1 && views != 2 && views != 4)
     fail("model views", "views must be 1, 2 or 4, got " + std::to_string(views));
-  model.forward(context, noisy_line, B, P, L, pred, local);
-  if (spread && B > 0) std::fill(spread, spread + size_t(B) * size_t(L) * 3, 0.f);
-  if (views == 1 || B <= 0) return;
   const ModelConfig& cfg = model.config();
+  if (sigma && !cfg.has_variance()) fail("model views", "the model has no variance head (no sigma)");
+  const size_t n3 = B > 0 ? size_t(B) * size_t(L) * 3 : 0;
+  std::vector<float> lv(sigma ? n3 : 0), vlv(lv.size());
+  std::vector<double> var(lv.size());  // the views' mean variance, in the order of view 0
+  model.forward(context, noisy_line, B, P, L, pred, local, sigma ? lv.data() : nullptr);
+  for (size_t i = 0; i < var.size(); ++i) var[i] = std::exp(double(lv[i]));
+  auto finish_sigma = [&] {
+    for (size_t i = 0; i < var.size(); ++i) sigma[i] = (float)std::sqrt(var[i] / views);
+  };
+  if (spread && B > 0) std::fill(spread, spread + n3, 0.f);
+  if (views == 1 || B <= 0) {
+    if (sigma) finish_sigma();
+    return;
+  }
   const int C = cfg.in_channels, K = local && cfg.has_local() ? cfg.local_k : 0;
   const size_t nb = (size_t)B, nl = (size_t)L, np = (size_t)P;
   std::vector<double> sum(nb * nl * 3), sq(spread ? nb * nl * 3 : 0);
@@ -47,7 +58,8 @@ void forward_views(LineRefiner& model, int views, const float* context, const fl
           w[0] = sx * g[0], w[1] = sy * g[1], w[2] = g[2], w[3] = g[3];
         }
       }
-    model.forward(ctx.data(), line.data(), B, P, L, out.data(), K > 0 ? loc.data() : nullptr);
+    model.forward(ctx.data(), line.data(), B, P, L, out.data(), K > 0 ? loc.data() : nullptr,
+                  sigma ? vlv.data() : nullptr);
     for (size_t b = 0; b < nb; ++b)
       for (size_t l = 0; l < nl; ++l) {
         const float* o = &out[(b * nl + l) * 3];
@@ -57,9 +69,14 @@ void forward_views(LineRefiner& model, int views, const float* context, const fl
           double* q = &sq[(b * nl + (rev ? nl - 1 - l : l)) * 3];
           for (int c = 0; c < 3; ++c) q[c] += double(o[c]) * o[c];  // the sign flips do not change a square
         }
+        if (sigma) {  // a variance has no sign either
+          double* a2 = &var[(b * nl + (rev ? nl - 1 - l : l)) * 3];
+          for (int c = 0; c < 3; ++c) a2[c] += std::exp(double(vlv[(b * nl + l) * 3 + size_t(c)]));
+        }
       }
   }
   for (size_t i = 0; i < sum.size(); ++i) pred[i] = (float)(sum[i] / views);
+  if (sigma) finish_sigma();
   if (spread)
     for (size_t i = 0; i < sum.size(); ++i) {
       const double m = sum[i] / views, var = (sq[i] - views * m * m) / (views - 1);

@@ -26,7 +26,10 @@ namespace sl {
 // y across it, z up), the standard deviation of the views' predictions about their mean (divisor
 // views - 1; zero with views = 1): how much the mirror images of one sample disagree, the raw
 // material of a confidence (refine/confidence.h calibrates it against true errors).
+// sigma (nullable, [B,L,3] host; the model must have a variance head): per line point and axis of
+// the sample frame, the square root of the views' mean predicted variance (exp of the head's
+// log variance, mapped back to view 0's order): what the model itself expects its error to be.
 void forward_views(LineRefiner& model, int views, const float* context, const float* noisy_line, int B, int P, int L,
-                   float* pred, const float* local = nullptr, float* spread = nullptr);
+                   float* pred, const float* local = nullptr, float* spread = nullptr, float* sigma = nullptr);
 
 }  // namespace sl

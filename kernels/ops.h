@@ -121,6 +121,12 @@ namespace sl {
 // mse_loss: the mean squared error over n elements, its bookkeeping in the context's backend
 //   memory (LossState below), so a CUDA step never returns data to the host.
 // mse_backward: dpred [n] += dloss * 2 (pred - target) / n.
+// gaussian_nll_backward: the gradient of the mean over n elements of the Gaussian negative log
+//   likelihood 0.5 (s + r^2 exp(-s)) with respect to the log variance s = logvar, r = pred - target
+//   held fixed (the offsets learn from the MSE alone; the variance learns the residual they leave):
+//   dlogvar [n] += dloss * 0.5 (1 - r^2 exp(-max(s, -20))) / n. The clamp inside the exponential
+//   only (e^20: sigma ~ 45 um) keeps one wild residual from overflowing the gradient; the
+//   gradient keeps pushing such an s up.
 // adam_step: t += 1, then params, exp_avg, exp_avg_sq [n] updated in place from grads [n]
 //   (PyTorch semantics, kernels/adam.h).
 // fill: p [n] = value.
@@ -133,6 +139,9 @@ namespace sl {
   OP(FLOAT_DOUBLE, void, mse_backward,                                                                           \
      (const OpContext& c, T* dpred, const T* pred, const T* target, int64_t n, T dloss),                         \
      (c, dpred, pred, target, n, dloss))                                                                         \
+  OP(FLOAT_DOUBLE, void, gaussian_nll_backward,                                                                  \
+     (const OpContext& c, T* dlogvar, const T* logvar, const T* pred, const T* target, int64_t n, T dloss),      \
+     (c, dlogvar, logvar, pred, target, n, dloss))                                                               \
   OP(FLOAT, void, adam_step,                                                                                     \
      (const OpContext& c, const AdamState& st, float* params, float* exp_avg, float* exp_avg_sq,                 \
       const float* grads, size_t n, const AdamConfig& cfg),                                                      \

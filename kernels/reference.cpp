@@ -142,6 +142,25 @@ void mse_backward_reference(T* dpred, const T* pred, const T* target, int64_t n)
   for (int64_t i = 0; i < n; ++i) dpred[i] += s * (pred[i] - target[i]);
 }
 
+template <class T>
+T gaussian_nll_reference(const T* log_var, const T* pred, const T* target, int64_t n) {
+  double acc = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double r = double(pred[i]) - double(target[i]), v = std::exp(double(log_var[i]));
+    acc += 0.5 * (double(log_var[i]) + r * r / v);
+  }
+  return T(acc / double(n));
+}
+
+template <class T>
+void gaussian_nll_backward_reference(T* dlog_var, const T* log_var, const T* pred, const T* target, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double r = double(pred[i]) - double(target[i]);
+    const double s = std::max(double(log_var[i]), -20.0);  // the ops' clamp (kernels/ops.h)
+    dlog_var[i] += T(0.5 * (1.0 - r * r / std::exp(s)) / double(n));
+  }
+}
+
 void adam_update_reference(float* params, float* exp_avg, float* exp_avg_sq, const float* grads, size_t n,
                            int64_t step, const AdamConfig& cfg) {
   for (size_t i = 0; i < n; ++i) {
@@ -160,7 +179,7 @@ void adam_update_reference(float* params, float* exp_avg, float* exp_avg_sq, con
 template <class T>
 T line_refiner_reference(const ModelConfig& cfg, const T* params, T* grads, const T* context,
                          const T* noisy_line, const T* target_offset, int B, int P, int L,
-                         T* pred, const T* local) {
+                         T* pred, const T* local, T* log_var) {
   const ModelLayout lay = model_layout(cfg);
   const std::vector<ParamInfo> table = make_param_table(cfg);
   size_t ti = 0;  // walks the table: weight, bias per layer
@@ -176,7 +195,8 @@ T line_refiner_reference(const ModelConfig& cfg, const T* params, T* grads, cons
     }
     return r;
   };
-  const auto enc = take(lay.enc), line = take(lay.line), reg = take(lay.reg), loc = take(lay.local);
+  const auto enc = take(lay.enc), line = take(lay.line), reg = take(lay.reg), loc = take(lay.local),
+             var = take(lay.var);
   const int G = cfg.encoder.back(), F0 = cfg.line_mlp.back();
   const int64_t NP = int64_t(B) * P, NL = int64_t(B) * L;
   // the local branch: C channels per line point, a window of 2W+1 of them beside the line feature
@@ -219,6 +239,13 @@ T line_refiner_reference(const ModelConfig& cfg, const T* params, T* grads, cons
   const int OUT = cfg.out_channels;
   const T loss = mse_forward_reference(ra.back().data(), target_offset, NL * OUT);
   if (pred) std::copy(ra.back().begin(), ra.back().end(), pred);
+  // the variance head on the regressor's last hidden layer (detached: no gradient flows back)
+  std::vector<std::vector<T>> va;
+  const T* hidden = ra[ra.size() - 2].data();
+  if (!var.empty()) {
+    run(var, hidden, NL, false, va);
+    if (log_var) std::copy(va.back().begin(), va.back().end(), log_var);
+  }
   if (!grads) return loss;
 
   // backward, in exact reverse order
@@ -236,6 +263,11 @@ T line_refiner_reference(const ModelConfig& cfg, const T* params, T* grads, cons
     if (dx)
       for (size_t k = 0; k < dout.size(); ++k) dx[k] += dout[k];
   };
+  if (!var.empty()) {
+    std::vector<T> dlv(size_t(NL) * OUT, T(0));
+    gaussian_nll_backward_reference(dlv.data(), va.back().data(), ra.back().data(), target_offset, NL * OUT);
+    back(var, hidden, NL, false, va, dlv, nullptr);
+  }
   std::vector<T> dpred(size_t(NL) * OUT, T(0));
   mse_backward_reference(dpred.data(), ra.back().data(), target_offset, NL * OUT);
   std::vector<T> dcat(size_t(NL) * (G + F), T(0));
@@ -259,10 +291,10 @@ T line_refiner_reference(const ModelConfig& cfg, const T* params, T* grads, cons
 
 template float line_refiner_reference<float>(const ModelConfig&, const float*, float*,
                                              const float*, const float*, const float*, int, int,
-                                             int, float*, const float*);
+                                             int, float*, const float*, float*);
 template double line_refiner_reference<double>(const ModelConfig&, const double*, double*,
                                                const double*, const double*, const double*, int,
-                                               int, int, double*, const double*);
+                                               int, int, double*, const double*, double*);
 
 
 #define SL_INSTANTIATE(T)                                                                                        \
@@ -278,7 +310,9 @@ template double line_refiner_reference<double>(const ModelConfig&, const double*
   template void line_window_forward_reference<T>(T*, const T*, const T*, int, int, int, int, int);               \
   template void line_window_backward_reference<T>(T*, T*, const T*, int, int, int, int, int);                    \
   template T mse_forward_reference<T>(const T*, const T*, int64_t);                                              \
-  template void mse_backward_reference<T>(T*, const T*, const T*, int64_t);
+  template void mse_backward_reference<T>(T*, const T*, const T*, int64_t);                                      \
+  template T gaussian_nll_reference<T>(const T*, const T*, const T*, int64_t);                                   \
+  template void gaussian_nll_backward_reference<T>(T*, const T*, const T*, const T*, int64_t);
 SL_INSTANTIATE(float)
 SL_INSTANTIATE(double)
 #undef SL_INSTANTIATE

@@ -48,6 +48,14 @@ T mse_forward_reference(const T* pred, const T* target, int64_t n);
 // dpred [n] += 2 (pred - target) / n
 template <class T>
 void mse_backward_reference(T* dpred, const T* pred, const T* target, int64_t n);
+// The mean over n of the Gaussian negative log likelihood 0.5 (s + r^2 / e^s), s = log_var,
+// r = pred - target (constant terms dropped), in double.
+template <class T>
+T gaussian_nll_reference(const T* log_var, const T* pred, const T* target, int64_t n);
+// dlog_var [n] += its gradient with respect to log_var (r held fixed); e^s with s clamped at -20
+// as the ops do (kernels/ops.h, gaussian_nll_backward).
+template <class T>
+void gaussian_nll_backward_reference(T* dlog_var, const T* log_var, const T* pred, const T* target, int64_t n);
 // Adam in double, the textbook formula (m_hat, v_hat), at step number `step` (1-based).
 void adam_update_reference(float* params, float* exp_avg, float* exp_avg_sq, const float* grads, size_t n,
                            int64_t step, const AdamConfig& cfg);
@@ -55,9 +63,12 @@ void adam_update_reference(float* params, float* exp_avg, float* exp_avg_sq, con
 // The whole model from the references above (materialised concat, dense backward, allocates).
 // params laid out by make_param_table(cfg); grads (nullable) is ACCUMULATED into;
 // pred (nullable) [B,L,out]. local [B,L,K,in] (K = cfg.local_k): required when cfg.local is
-// not empty, ignored otherwise. Returns the MSE loss. T = float or double.
+// not empty, ignored otherwise. With a variance head (cfg.variance not empty) log_var (nullable)
+// [B,L,out] receives its output, and grads its likelihood gradient. Returns the MSE loss.
+// T = float or double.
 template <class T>
 T line_refiner_reference(const ModelConfig& cfg, const T* params, T* grads, const T* context, const T* noisy_line,
-                         const T* target_offset, int B, int P, int L, T* pred, const T* local = nullptr);
+                         const T* target_offset, int B, int P, int L, T* pred, const T* local = nullptr,
+                         T* log_var = nullptr);
 
 }  // namespace sl

@@ -2,8 +2,10 @@
 // and the gate that moves a vertex only where the evidence supports it.
 //
 // The raw material is the views' spread (forward_views: how much the model's predictions on the
-// mirror images of one sample disagree, RefinedPiece::spread, interpolated to the map's vertices). A
-// spread is not yet a standard deviation: the views share the model's blind spots, so they disagree
+// mirror images of one sample disagree, RefinedPiece::spread, interpolated to the map's vertices), or
+// for a model with a variance head (ModelConfig::variance) the head's sigma in its place: the same
+// calibration below applies to either (the head learns the training residuals, which are smaller
+// than the errors on data it has not seen). A spread is not yet a standard deviation: the views share the model's blind spots, so they disagree
 // less than they err, and where they agree exactly the model still errs. A calibration maps it per
 // axis (and per category, where there are enough vertices to fit one) to
 //     sigma = sqrt((a * spread)^2 + b^2)

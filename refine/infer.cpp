@@ -134,13 +134,17 @@ std::vector<RefinedPiece> refine_pieces(const TrainedModel& trained, const Point
     }
   }
   const int B = L > 0 ? int(noisy.size() / (size_t(L) * 3)) : 0;
+  // The raw uncertainty per line point: the variance head's sigma where the model has one, else
+  // the views' spread (refine/confidence.h calibrates either).
   std::vector<float> pred(size_t(B) * size_t(std::max<int64_t>(L, 0)) * 3), spread(pred.size());
+  const bool head = config.has_variance();
   for (int b0 = 0; b0 < B; b0 += batch) {
     const int n = std::min(batch, B - b0);
+    float* u = spread.data() + size_t(b0) * size_t(L) * 3;
     forward_views(model, config.views, context.data() + size_t(b0) * size_t(P) * size_t(config.in_channels),
                   noisy.data() + size_t(b0) * size_t(L) * 3, n, int(P), int(L), pred.data() + size_t(b0) * size_t(L) * 3,
-                  K > 0 ? local.data() + size_t(b0) * size_t(L) * size_t(K) * 4 : nullptr,
-                  spread.data() + size_t(b0) * size_t(L) * 3);
+                  K > 0 ? local.data() + size_t(b0) * size_t(L) * size_t(K) * 4 : nullptr, head ? nullptr : u,
+                  head ? u : nullptr);
   }
 
   // Back to the world: the refined piece is noisy + predicted offset, out of the sample's frame.

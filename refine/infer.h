@@ -40,9 +40,11 @@ struct RefinedPiece {
   // L points equally spaced by arc length along `given` from its first to its last point (the given
   // piece resampled, as perturb_line's inference form does). Empty when the piece was left as given.
   std::vector<std::array<double, 3>> offset;
-  // At the same L points: how much the model's views disagree (forward_views' spread, metres) along
-  // the line, across it and vertically -- the line's own axes, whatever its heading. Zeros with
-  // model.views 1; empty when the piece was left as given.
+  // At the same L points, along the line, across it and vertically (the line's own axes, whatever
+  // its heading), metres: the raw uncertainty a calibration turns into sigma (refine/confidence.h).
+  // With a variance head (model.variance) the head's sigma (forward_views' sigma); else how much
+  // the model's views disagree (forward_views' spread; zeros with model.views 1). Empty when the
+  // piece was left as given.
   std::vector<std::array<double, 3>> spread;
   std::string note;  // why it was left as given
 };

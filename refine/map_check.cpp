@@ -214,8 +214,10 @@ std::string to_text(const MapCheckResult& r) {
   int64_t n[2] = {0, 0};
   for (const auto& x : r.samples) n[x.split & 1]++;
   char b[512];
-  s += "\nConfidence: sigma = sqrt((a * spread)^2 + b^2) per axis, the spread being the disagreement of the model's "
-       "views; samples: what the first pass proposed for the true map's vertices (every proposed shift is an error), " +
+  s += std::string("\nConfidence: sigma = sqrt((a * spread)^2 + b^2) per axis, the spread being ") +
+       (r.confidence.variance_head ? "the sigma of the model's variance head (its views' mean variance)"
+                                   : "the disagreement of the model's views") +
+       "; samples: what the first pass proposed for the true map's vertices (every proposed shift is an error), " +
        std::to_string(n[0]) + " on even tiles, " + std::to_string(n[1]) + " on odd ones.\n";
   s += r.fitted ? "Fitted on the even tiles' vertices:\n" : "The calibration given (" + r.calibration.note + "):\n";
   for (const auto& [key, f] : r.calibration.fits) {

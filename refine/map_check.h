@@ -29,6 +29,7 @@ struct ConfidenceCheck {
   const Calibration* given = nullptr;
   GateOptions gate;
   double far = 0.05, near = 0.02;  // m: the vertices more than `far` off in the input, and how many end within `near`
+  bool variance_head = false;      // the raw uncertainty is the model's variance head's sigma (else the views' spread)
 };
 
 // Of a run's lanelets with a moved bound after the last pass, those whose bounds' moves were undone.

@@ -237,6 +237,12 @@ std::vector<ParamSpec> model_param_specs() {
                     p_pos_int("k", 64, "points per line point in the batch's `local` tensor: group_points' k (64 by default)"),
                     p_int("window", 1, "line points on each side whose local features a line point reads (0: its own only)", 0)},
                    "line_refiner_local only: the local branch"),
+          p_ints("variance", {},
+                 "variance head hidden widths ([] = none): on the regressor's last hidden layer, detached, a "
+                 "log variance per axis of the offset's error, trained by the Gaussian likelihood of the residual "
+                 "(the offsets train exactly as without it); infer and evaluation then take each vertex's "
+                 "uncertainty from it instead of from the views' spread (refine/confidence.h)",
+                 1),
           p_int("views", 1,
                 "inference (evaluation, infer): average the prediction over 1, 2 (+ mirrored across the line) or 4 "
                 "(+ the line reversed, and both) views of each sample (kernels/model_views.h)",
@@ -261,6 +267,7 @@ ModelConfig model_config_from(const Params& m) {
     cfg.views = int(m.get_int("views"));
     if (cfg.views == 3) fail(m.where("views"), "views must be 1, 2 or 4, got 3");
   }
+  if (m.has("variance")) cfg.variance = ints(m.get_ints("variance"));  // recorded before it: none
   if (m.has("recompute")) cfg.recompute = parse_recompute(m.get_string("recompute"));  // recorded before it: off
   // Recorded pipelines from before the local branch have no "type": they are the seeds' model.
   if (m.has("type") && m.get_string("type") == "line_refiner_local") {

@@ -1,5 +1,8 @@
-// MSE loss with its bookkeeping in backend memory, Adam's step, fill, axpby: the CPU bodies (the
-// CUDA ones: loss.cu).
+// MSE loss with its bookkeeping in backend memory, the variance head's Gaussian likelihood
+// gradient, Adam's step, fill, axpby: the CPU bodies (the CUDA ones: loss.cu).
+#include <algorithm>
+#include <cmath>
+
 #include "kernels/ops/cpu_common.h"
 #include "kernels/ops/dispatch.h"
 
@@ -22,6 +25,16 @@ template <class T>
 void mse_backward(const OpContext& c, T* dpred, const T* pred, const T* target, int64_t n, T dloss) {
   const T s = dloss * T(2) / T(n);
   for (int64_t i = 0; i < n; ++i) dpred[i] += s * (pred[i] - target[i]);
+}
+
+template <class T>
+void gaussian_nll_backward(const OpContext& c, T* dlogvar, const T* logvar, const T* pred, const T* target, int64_t n,
+                           T dloss) {
+  const double s = double(dloss) * 0.5 / double(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double r = double(pred[i]) - double(target[i]);
+    dlogvar[i] += T(s * (1.0 - r * r * std::exp(-std::max(double(logvar[i]), -20.0))));
+  }
 }
 
 void adam_step(const OpContext& c, const AdamState& st, float* params, float* exp_avg, float* exp_avg_sq,

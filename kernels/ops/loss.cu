@@ -1,4 +1,4 @@
-// MSE loss, Adam and fill on CUDA (the CPU bodies: loss.cpp).
+// MSE loss, the variance head's likelihood gradient, Adam and fill on CUDA (the CPU bodies: loss.cpp).
 #include <cmath>
 
 #include "kernels/ops/cuda_common.cuh"
@@ -34,6 +34,15 @@ __global__ void mse_loss_kernel(double* sum, int32_t* count, float* last, const 
 
 __global__ void mse_backward_kernel(float* dpred, const float* pred, const float* target, int64_t n, float s) {
   SL_GRID_STRIDE(i, n) dpred[i] += s * (pred[i] - target[i]);
+}
+
+// In double, as the CPU body.
+__global__ void gaussian_nll_backward_kernel(float* dlogvar, const float* logvar, const float* pred,
+                                             const float* target, int64_t n, double s) {
+  SL_GRID_STRIDE(i, n) {
+    const double r = double(pred[i]) - double(target[i]);
+    dlogvar[i] += float(s * (1.0 - r * r * exp(-fmax(double(logvar[i]), -20.0))));
+  }
 }
 
 // t += 1 and the step's scalars, in double like adam_update on the CPU. A separate one-thread
@@ -86,6 +95,14 @@ void mse_backward(const OpContext& c, float* dpred, const float* pred, const flo
   const float s = dloss * 2.f / float(n);  // as the CPU computes it
   mse_backward_kernel<<<blocks_for(n), kThreads, 0, stream_of(c)>>>(dpred, pred, target, n, s);
   SL_CUDA_CHECK_LAUNCH(mse_backward_kernel);
+}
+
+void gaussian_nll_backward(const OpContext& c, float* dlogvar, const float* logvar, const float* pred,
+                           const float* target, int64_t n, float dloss) {
+  if (n == 0) return;
+  gaussian_nll_backward_kernel<<<blocks_for(n), kThreads, 0, stream_of(c)>>>(dlogvar, logvar, pred, target, n,
+                                                                             double(dloss) * 0.5 / double(n));
+  SL_CUDA_CHECK_LAUNCH(gaussian_nll_backward_kernel);
 }
 
 void adam_step(const OpContext& c, const AdamState& st, float* params, float* exp_avg, float* exp_avg_sq,

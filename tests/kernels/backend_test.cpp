@@ -140,14 +140,16 @@ class ModelOnBackend : public ::testing::TestWithParam<Row> {};
 
 // Loss and every gradient vs the float64 reference model, then steps through the fixed inputs
 // (the CUDA graph at full capacity) and a short batch inside the same workspace, tracked by the
-// CPU model. With `local`, the same with a local branch (K = 6 points per line point, W = 1).
-void expect_step_matches_reference_and_cpu_model(const Row& row, bool local) {
+// CPU model. With `local`, the same with a local branch (K = 6 points per line point, W = 1); with
+// `variance`, a variance head too (its likelihood gradient and its log variances checked as well).
+void expect_step_matches_reference_and_cpu_model(const Row& row, bool local, bool variance = false) {
   const double tol = test::row_tolerance(row);
   ModelConfig cfg;
   cfg.encoder = {16, 24, 40};
   cfg.line_mlp = {8, 12};
   cfg.regressor = {20, 10};
   if (local) cfg.local = {8, 12}, cfg.local_k = 6, cfg.local_window = 1;
+  if (variance) cfg.variance = {8};
   const int B = 3, P = 50, L = 7, K = cfg.local_k;
   LineRefiner m(cfg, 5, row.backend, row.precision);
   const size_t n = m.num_params();
@@ -162,10 +164,17 @@ void expect_step_matches_reference_and_cpu_model(const Row& row, bool local) {
       mx = Mem::of(m.context(), loc);
   const float* lx = local ? mx.p<float>() : nullptr;
   const float loss = m.forward_backward(mc.p<float>(), ml.p<float>(), mt.p<float>(), B, P, L, lx);
-  std::vector<double> gref(n, 0);
+  std::vector<double> gref(n, 0), lvref(size_t(B) * L * 3);
   const double lref = line_refiner_reference<double>(cfg, to_d(w).data(), gref.data(), to_d(ctx).data(),
                                                      to_d(line).data(), to_d(tgt).data(), B, P, L, nullptr,
-                                                     local ? to_d(loc).data() : nullptr);
+                                                     local ? to_d(loc).data() : nullptr, lvref.data());
+  if (variance) {
+    Mem lv(m.context(), lvref.size() * sizeof(float));
+    m.forward(mc.p<float>(), ml.p<float>(), B, P, L, nullptr, lx, lv.p<float>());
+    std::vector<float> got(lvref.size());
+    copy_to_host(m.context(), got.data(), lv.p<float>(), got.size() * sizeof(float));
+    EXPECT_LT(rel_err(got, lvref), 10 * tol) << row.name() << ": log variances";
+  }
   std::vector<float> g(n);
   m.download_grads(g.data());
   EXPECT_NEAR(loss, lref, tol * lref) << row.name();
@@ -213,8 +222,8 @@ void expect_step_matches_reference_and_cpu_model(const Row& row, bool local) {
   }
   EXPECT_EQ(finite, n) << row.name();
   ASSERT_GT(len_cpu, 0);
-  std::printf("  %s%s: update against the CPU model's: length ratio %.4f, cosine %.4f\n", row.name().c_str(),
-              local ? " (local branch)" : "", std::sqrt(len_m / len_cpu), dot / std::sqrt(len_m * len_cpu + 1e-300));
+  std::printf("  %s%s%s: update against the CPU model's: length ratio %.4f, cosine %.4f\n", row.name().c_str(),
+              local ? " (local branch)" : "", variance ? " (variance head)" : "", std::sqrt(len_m / len_cpu), dot / std::sqrt(len_m * len_cpu + 1e-300));
   EXPECT_NEAR(std::sqrt(len_m / len_cpu), 1.0, 0.02) << row.name() << ": length of the update against the CPU model's";
   EXPECT_GT(dot / std::sqrt(len_m * len_cpu + 1e-300), 0.99) << row.name() << ": cosine of the update and the CPU model's";
   EXPECT_EQ(adam.step_count(m.context()), 4);
@@ -232,6 +241,13 @@ TEST_P(ModelOnBackend, LocalBranchStepMatchesReferenceAndCpuModel) {
   const RowStatus st = test::row_status(row);
   if (st.kind != RowStatus::Runs) GTEST_SKIP() << row.name() << ": " << st.why;
   expect_step_matches_reference_and_cpu_model(row, true);
+}
+
+TEST_P(ModelOnBackend, VarianceHeadStepMatchesReferenceAndCpuModel) {
+  const Row row = GetParam();
+  const RowStatus st = test::row_status(row);
+  if (st.kind != RowStatus::Runs) GTEST_SKIP() << row.name() << ": " << st.why;
+  expect_step_matches_reference_and_cpu_model(row, true, true);
 }
 
 // The model runs in float: the rows of every backend in the precisions its GEMMs support.

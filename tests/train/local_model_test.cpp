@@ -200,5 +200,26 @@ TEST(TrainModelType, LocalPipelineTrainsLineRefinerLocalEndToEnd) {
   load_checkpoint(last, m, nullptr, nullptr);
 }
 
+// The variance head (train_step.model.variance): off by default, its widths recorded in a
+// checkpoint and loaded back (the head's tensors with them); pipelines recorded before it load
+// without one.
+TEST(TrainModelType, VarianceHeadIsOffByDefaultAndItsWidthsLoadBackFromACheckpoint) {
+  EXPECT_FALSE(config_of(load_pipeline(kShipped)).has_variance());
+  test::TempDir dir;
+  const PipelineSpec spec = load_pipeline(kShipped, {"train.model.encoder=[8,16]", "train.model.line_mlp=[8]",
+                                                      "train.model.regressor=[16]", "train.model.variance=[6]"});
+  const ModelConfig cfg = config_of(spec);
+  ASSERT_EQ(cfg.variance, (std::vector<int>{6}));
+  LineRefiner model(cfg, 3);
+  const std::string path = dir.path("var.safetensors");
+  save_checkpoint(path, model, nullptr, {{"pipeline", spec.resolved_json(false)}});
+  const ModelConfig back = config_from_checkpoint(path);
+  EXPECT_EQ(back.variance, (std::vector<int>{6}));
+  LineRefiner again(back);
+  load_checkpoint(path, again, nullptr, nullptr);
+  EXPECT_EQ(std::memcmp(again.param_data(), model.param_data(), model.num_params() * 4), 0);
+  EXPECT_THROW(load_pipeline(kShipped, {"train.model.variance=[0]"}), Error);
+}
+
 }  // namespace
 }  // namespace sl
