@@ -3,29 +3,18 @@
 // back with lat="" kept and only moved nodes' numbers changed, map-error reads both in the folder's
 // frame. The map is made after VMB's maps (tests/formats/maps/map_folder_test.cpp says how).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
 #include <sstream>
 
 #include "graph/atomic_file.h"
 #include "formats/maps/map_numbers.h"
-#include "tests/formats/clouds/io_test_util.h"
+#include "tests/apps/cli_util.h"
 
 namespace sl {
 namespace {
 
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
-
-Ran cli(const test::TempDir& dir, const std::string& args) {
-  const std::string out = dir.path("stdout.txt"), err = dir.path("stderr.txt");
-  const std::string cmd = std::string("'") + SL_CLI_PATH + "' " + args + " >'" + out + "' 2>'" + err + "'";
-  const int st = std::system(cmd.c_str());
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, read_file(out), read_file(err)};
-}
+using test::Ran;
+using test::run_cli;
 
 // Two 30 m ways 3.5 m apart, a node a metre, every node lat="" lon="" with local tags (MGRS 54SVE).
 std::string vmb_map() {
@@ -49,7 +38,7 @@ TEST(MapFolderCli, PerturbMapAndMapErrorReadAVmbFolderWithNoFlagsAndKeepItsForm)
   const std::string map = dir.write("lanelet2_map.osm", vmb_map());
   const std::string yaml = dir.write("map_projector_info.yaml", "projector_type: MGRS\nvertical_datum: WGS84\nmgrs_grid: 54SVE\n");
   const std::string out = dir.path("perturbed.osm");
-  Ran r = cli(dir, "perturb-map --map '" + map + "' --out '" + out + "' --seed 3");
+  Ran r = run_cli(dir, "perturb-map --map '" + map + "' --out '" + out + "' --seed 3");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, out + ": 62 of 62 vertices moved (seed 3)\n");
   EXPECT_NE(r.err.find(map + ": world frame MGRS square 54SVE (UTM zone 54N (EPSG:32654) minus E 400000 N 3900000) "
@@ -78,7 +67,7 @@ TEST(MapFolderCli, PerturbMapAndMapErrorReadAVmbFolderWithNoFlagsAndKeepItsForm)
   EXPECT_EQ(starts, 62);
   EXPECT_GE(values, 2 * 62);  // local_x and local_y of each (ele where the noise moved it up or down)
   // map-error: both maps read with the folder's YAML; the perturbed one is off its truth.
-  r = cli(dir, "map-error --truth '" + map + "' --map '" + out + "'");
+  r = run_cli(dir, "map-error --truth '" + map + "' --map '" + out + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("vertices of " + out + " to the lines of " + map + " (MGRS square 54SVE"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find(out + ": world frame MGRS square 54SVE"), std::string::npos) << r.err;
