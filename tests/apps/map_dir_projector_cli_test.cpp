@@ -3,7 +3,7 @@
 // projector's frame, as the built binary runs it.
 //
 // The folder: gen-data's tiny sweep scene (tests/train/tiny_dataset.h; a lat/lon Lanelet2 map and a LAS
-// cloud in UTM zone 32N) carried into the projector's frame: every cloud point through UTM's inverse
+// cloud in UTM zone 32N, declared) carried into the projector's frame: every cloud point through UTM's inverse
 // and the projector's forward3 (our projection code, PROJ; projection_geographiclib.cpp holds it to
 // GeographicLib to 1 mm), written as pointcloud_map.pcd (F 8 world coordinates, no CRS: Autoware's
 // point-cloud maps declare none). The map's nodes carry local_x/local_y tags (4 decimals) in that frame
@@ -17,7 +17,9 @@
 // (0, 0, 0.05) when the written map is read back in the folder's frame, untouched nodes and every
 // other line of the file byte-identical, the other files copied as they are); and a folder whose
 // map_projector_info.yaml puts the map elsewhere (another mgrs_grid, an origin 0.1 degree north) is
-// refused before anything is written, naming the map's frame and the cloud's box.
+// refused before anything is written, naming the map's frame and the cloud's box; and a folder whose
+// point-cloud map is the survey's LAS in UTM zone 32N, declaring EPSG:32632 as gen-data writes it, is
+// refused as in another frame than the map's, naming both.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -90,6 +92,8 @@ class MapDirProjectorCli : public ::testing::TestWithParam<Projector> {
     g.cloud_format = "las";
     g.map = "lanelet2";
     g.offset = kOffset;
+    g.crs.epsg = 32632;  // as gen-data declares it
+    g.crs.wkt = projected_crs_wkt(32632, "test").wkt;
     generate_dataset(dir.path("d"), g);
     utm.kind = "utm";
     utm.utm_zone = 32;
@@ -275,6 +279,29 @@ TEST_P(MapDirProjectorCli, AFolderWhoseProjectorInfoPutsTheMapOffItsCloudIsRefus
       << r.err;
   EXPECT_NE(r.err.find("; the cloud " + mf + "/pointcloud_map.pcd declares no CRS, its box x ["), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("The two are in different frames"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("refined"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out + ".partial"));
+}
+
+TEST_P(MapDirProjectorCli, AFolderWhoseCloudDeclaresUtmIsRefusedNamingBothFrames) {
+  // The map in the projector's frame, the point-cloud map as the survey's LAS in UTM zone 32N that
+  // says so: the frames differ whatever the boxes.
+  const Projector& p = GetParam();
+  const std::string mf = dir.path("mf"), out = dir.path("refined");
+  write_folder(p, mf, p.yaml, true);
+  fs::remove(mf + "/pointcloud_map.pcd");
+  fs::copy_file(dir.path("d/val/scene_0000.las"), mf + "/pointcloud_map.las");
+  const auto r = run_cli(dir, "infer --checkpoint " + q(ckpt) + " --map-dir " + q(mf) + " --out " + q(out) + " --passes 1");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("error: infer --map: the map and the clouds are in different frames: the map " + mf +
+                       "/lanelet2_map.osm is in "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("(map_projector_info.yaml (" + mf + "/map_projector_info.yaml): " + p.name), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("; the cloud " + mf + "/pointcloud_map.las declares WKT \"WGS 84 / UTM zone 32N\" (EPSG:32632), its box x ["),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(r.err.find("refined"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out));
   EXPECT_FALSE(fs::exists(out + ".partial"));
