@@ -164,6 +164,21 @@ std::string to_text(const std::vector<CoverageRow>& rows) {
     s += b;
   }
   s += "  (the target: 68.3% within 1 sigma and 95.4% within 2, overall and in each tenth of the vertices by sigma)\n";
+  // How far a tenth's share moves by chance alone, so that a miss of a few points in a small set is
+  // read as what it is: one standard error of a binomial share of 68.3% over a tenth of n vertices.
+  int64_t lo = 0, hi = 0;
+  for (const auto& r : rows)
+    if (r.n >= 10) lo = lo == 0 ? r.n : std::min(lo, r.n), hi = std::max(hi, r.n);
+  if (lo > 0) {
+    auto se = [](int64_t n) { return 100 * std::sqrt(kOneSigma * (1 - kOneSigma) / (double(n) / 10)); };
+    std::snprintf(b, sizeof b,
+                  "  (by chance alone a tenth's share within 1 sigma scatters by +-%.1f points (one standard error) in "
+                  "a row of %lld vertices, +-%.1f in one of %lld; for +-5 points to be two standard errors a row needs "
+                  "about %lld vertices)\n",
+                  se(lo), (long long)lo, se(hi), (long long)hi,
+                  (long long)std::ceil(10 * kOneSigma * (1 - kOneSigma) / (0.05 * 0.05 / 4)));
+    s += b;
+  }
   return s;
 }
 

@@ -92,6 +92,20 @@ TEST(Confidence, AConstantSigmaOrOneThatIgnoresTheErrorsFailsAndTheFittedOnePass
   EXPECT_TRUE(good.calibrated()) << to_text(coverage(fitted, xs, 1));
 }
 
+// The table says how far a tenth's share scatters by chance alone: one standard error of a 68.3% share
+// over n / 10 vertices (sqrt(0.6827 * 0.3173 / 110) = 4.4 points at n = 1100, 14.7 at n = 100), and
+// the row size at which +-5 points is two of them (10 * 0.6827 * 0.3173 / 0.025^2 = 3466).
+TEST(Confidence, TheTableSaysHowFarATenthsShareScattersByChance) {
+  std::vector<ConfidenceSample> xs = drawn(3, 1000, 1.5, 0.004, "curbstone");
+  const std::vector<ConfidenceSample> few = drawn(4, 100, 1.5, 0.004, "line_thin");
+  xs.insert(xs.end(), few.begin(), few.end());
+  const std::string text = to_text(coverage(fit_calibration(xs, 0), xs, -1));
+  EXPECT_NE(text.find("+-14.7 points (one standard error) in a row of 100 vertices, +-4.4 in one of 1100"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("a row needs about 3466 vertices"), std::string::npos) << text;
+}
+
 TEST(Confidence, ACategoryGetsItsOwnFitWhenItHasEnoughVerticesElseTheCommonOne) {
   std::vector<ConfidenceSample> xs = drawn(3, 4000, 1.0, 0.01, "curbstone");
   const std::vector<ConfidenceSample> few = drawn(4, 100, 3.0, 0.03, "road_border");  // 50 in split 0
