@@ -75,9 +75,15 @@ void check_map_frame(const SharedMap& m, const CloudsFrame& clouds, const std::s
     fail(where, "the map and the clouds are in different frames: " + map_side + "; " + cloud_side +
                     ". Read the map in the clouds' frame (--projection with --map-origin, or the map folder's "
                     "map_projector_info.yaml), or give clouds in the map's frame");
-  if (!mb.empty() && !tb.empty() && !mb.intersects(tb))
+  if (!mb.empty() && !tb.empty() && !mb.intersects(tb)) {
+    // The likely cause: the projector info the map was read with, where it was read with one.
+    const bool by_yaml = map.frame_reason.rfind("map_projector_info.yaml (", 0) == 0;
     fail(where, "the map's lines and the clouds do not overlap at all: " + map_side + "; " + cloud_side +
-                    ". The two are in different frames (a wrong UTM zone, a local map over projected clouds?)");
+                    ". The two are in different frames (" +
+                    (by_yaml ? "a wrong mgrs_grid or map_origin in the map_projector_info.yaml, or clouds in "
+                               "another frame than the one it names?)"
+                             : "a wrong UTM zone, a local map over projected clouds?)"));
+  }
 }
 
 ProjectionSpec latlon_crs_spec(ProjectionSpec spec, const CloudsFrame& clouds) {

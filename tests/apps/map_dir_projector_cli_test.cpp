@@ -278,7 +278,9 @@ TEST_P(MapDirProjectorCli, AFolderWhoseProjectorInfoPutsTheMapOffItsCloudIsRefus
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("; the cloud " + mf + "/pointcloud_map.pcd declares no CRS, its box x ["), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("The two are in different frames"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("The two are in different frames (a wrong mgrs_grid or map_origin in the map_projector_info.yaml"),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(r.err.find("refined"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out));
   EXPECT_FALSE(fs::exists(out + ".partial"));
