@@ -619,6 +619,7 @@ struct EvaluateMapArgs {
   PerturbParams perturb;
   double piece_length = 10;
   std::string calibration_out;  // where to write the fitted calibration ("": not written)
+  std::string calibration_model = "binned";  // binned | linear (ConfidenceCheck::binned)
 };
 
 int cmd_evaluate_map(std::string checkpoint, const std::vector<std::string>& clouds, const InferMapArgs& a,
@@ -678,6 +679,7 @@ int cmd_evaluate_map(std::string checkpoint, const std::vector<std::string>& clo
   ConfidenceCheck cc;
   cc.gate = a.gate;
   cc.variance_head = model->config().has_variance();
+  cc.binned = e.calibration_model == "binned";
   if (!a.calibration.empty()) {
     given = read_calibration(a.calibration);
     cc.given = &given;
@@ -902,6 +904,11 @@ int main(int argc, char** argv) {
   evaluate->add_option("--calibration-out", eval_args.calibration_out,
                        "write the calibration fitted here (on the even tiles' vertices) to this file; put it beside the "
                        "checkpoint as calibration.json and infer --map gates with it");
+  evaluate->add_option("--calibration-model", eval_args.calibration_model,
+                       "binned (default): sigma per tenth of the vertices by spread, each tenth's sigma covering its errors "
+                       "nearest 68.3% within 1 sigma and 95.4% within 2, non-decreasing in the spread; linear: sigma = "
+                       "sqrt((a spread)^2 + b^2) by maximum likelihood (one Gaussian throughout)")
+      ->check(CLI::IsMember({"binned", "linear"}));
   evaluate->add_option("--lateral-sigma", eval_args.perturb.lateral_sigma, "std of the smooth sideways offset, metres")
       ->check(CLI::NonNegativeNumber);
   evaluate->add_option("--vertical-sigma", eval_args.perturb.vertical_sigma, "std of the smooth vertical offset, metres")

@@ -31,7 +31,16 @@ double nll(const std::vector<double>& s, const std::vector<double>& e, double a,
 
 }  // namespace
 
-double AxisCalibration::sigma(double spread) const { return std::sqrt(a * a * spread * spread + b * b); }
+double AxisCalibration::sigma(double spread) const {
+  if (knots.empty()) return std::sqrt(a * a * spread * spread + b * b);
+  if (!(spread > knots.front()[0])) return knots.front()[1];
+  if (spread >= knots.back()[0]) return knots.back()[1];
+  const auto hi = std::upper_bound(knots.begin(), knots.end(), spread,
+                                   [](double s, const std::array<double, 2>& k) { return s < k[0]; });
+  const auto lo = hi - 1;
+  const double u = ((*hi)[0] > (*lo)[0]) ? (spread - (*lo)[0]) / ((*hi)[0] - (*lo)[0]) : 0.0;
+  return (*lo)[1] + u * ((*hi)[1] - (*lo)[1]);
+}
 
 const std::array<AxisCalibration, 2>& Calibration::of(const std::string& category) const {
   auto it = fits.find(category);
@@ -45,7 +54,9 @@ AxisCalibration fit_axis(const std::vector<double>& spread, const std::vector<do
   if (spread.size() != error.size())
     throw Error("fit_axis: " + std::to_string(spread.size()) + " spreads for " + std::to_string(error.size()) + " errors");
   if (spread.size() < 2) throw Error("fit_axis: at least 2 samples are needed, got " + std::to_string(spread.size()));
-  // Search in log10 space; 0 is a candidate for each (a = 0: a constant sigma, b = the rms error).
+  // Search in log10 space; a = 0 is a candidate (a constant sigma, b = the rms error), b = 0 is not
+  // (a vertex whose views agree exactly would get sigma 0: any shift would pass the gate; a file
+  // with b = 0 is refused when read).
   double rms = 0;
   for (double e : error) rms += e * e;
   rms = std::sqrt(rms / double(error.size()));
@@ -55,21 +66,88 @@ AxisCalibration fit_axis(const std::vector<double>& spread, const std::vector<do
     const double f = nll(spread, error, a, b);
     if (f < best_nll) best_nll = f, best = {a, b};
   };
-  for (int i = -1; i <= 48; ++i)    // a: 0, 1e-2 .. 1e2
-    for (int j = -1; j <= 48; ++j)  // b: 0, 1e-5 .. 1
-      consider(i < 0 ? 0.0 : std::pow(10.0, -2.0 + i / 12.0), j < 0 ? 0.0 : std::pow(10.0, -5.0 + j * 5.0 / 48.0));
+  for (int i = -1; i <= 48; ++i)   // a: 0, 1e-2 .. 1e2
+    for (int j = 0; j <= 48; ++j)  // b: 1e-5 .. 1
+      consider(i < 0 ? 0.0 : std::pow(10.0, -2.0 + i / 12.0), std::pow(10.0, -5.0 + j * 5.0 / 48.0));
   double step = 1.0 / 12.0;  // decades
   for (int round = 0; round < 5; ++round) {
     const AxisCalibration m = best;
     for (int i = -5; i <= 5; ++i)
       for (int j = -5; j <= 5; ++j)
-        consider(m.a > 0 ? m.a * std::pow(10.0, i * step / 5) : 0.0, m.b > 0 ? m.b * std::pow(10.0, j * step / 5) : 0.0);
+        consider(m.a > 0 ? m.a * std::pow(10.0, i * step / 5) : 0.0, std::max(1e-5, m.b * std::pow(10.0, j * step / 5)));
     step /= 5;
   }
   return best;
 }
 
-Calibration fit_calibration(const std::vector<ConfidenceSample>& samples, int fit_split, int64_t min_per_category) {
+namespace {
+
+// The sigma whose 1 and 2 sigma cover the sorted absolute errors `e` nearest the Gaussian's 68.3% and
+// 95.4% (least squares of the two misses). The shares change only where sigma or 2 sigma passes an
+// error, so those are the candidates.
+double coverage_sigma(const std::vector<double>& e) {
+  const double n = double(e.size());
+  auto share = [&](double x) { return double(std::upper_bound(e.begin(), e.end(), x) - e.begin()) / n; };
+  double best = e.empty() ? 0.0 : e.back(), best_miss = std::numeric_limits<double>::infinity();
+  for (double v : e)
+    for (double s : {v, v / 2}) {
+      if (!(s > 0)) continue;
+      const double m1 = share(s) - kOneSigma, m2 = share(2 * s) - kTwoSigma, miss = m1 * m1 + m2 * m2;
+      if (miss < best_miss) best_miss = miss, best = s;
+    }
+  return best;
+}
+
+}  // namespace
+
+AxisCalibration fit_axis_binned(const std::vector<double>& spread, const std::vector<double>& error, int64_t min_per_bin) {
+  AxisCalibration f = fit_axis(spread, error);
+  const size_t n = spread.size(), bins = 10;
+  if (int64_t(n) < int64_t(bins) * min_per_bin) return f;
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return spread[x] < spread[y]; });
+  // Tenths by spread, then pooled until sigma does not fall as the spread grows.
+  struct Bin {
+    size_t lo, hi;  // into `order`
+    double sigma = 0;
+  };
+  auto fit_bin = [&](Bin& b) {
+    std::vector<double> e;
+    for (size_t i = b.lo; i < b.hi; ++i) e.push_back(std::fabs(error[order[i]]));
+    std::sort(e.begin(), e.end());
+    b.sigma = coverage_sigma(e);
+  };
+  std::vector<Bin> v;
+  for (size_t k = 0; k < bins; ++k) {
+    Bin b{k * n / bins, (k + 1) * n / bins};
+    fit_bin(b);
+    v.push_back(b);
+  }
+  for (size_t k = 1; k < v.size();) {
+    if (v[k].sigma >= v[k - 1].sigma) {
+      ++k;
+      continue;
+    }
+    v[k - 1].hi = v[k].hi;
+    v.erase(v.begin() + long(k));
+    fit_bin(v[k - 1]);
+    k = std::max<size_t>(k - 1, 1);
+  }
+  for (const Bin& b : v) {
+    const double median = spread[order[(b.lo + b.hi) / 2]];
+    if (!f.knots.empty() && median <= f.knots.back()[0]) {  // equal spreads: one knot, the larger sigma
+      f.knots.back()[1] = std::max(f.knots.back()[1], b.sigma);
+      continue;
+    }
+    f.knots.push_back({median, b.sigma});
+  }
+  if (f.knots.front()[1] <= 0) f.knots.clear();  // a tenth without error: keep the (a, b) model
+  return f;
+}
+
+Calibration fit_calibration(const std::vector<ConfidenceSample>& samples, int fit_split, int64_t min_per_category,
+                            bool binned) {
   std::map<std::string, std::array<std::vector<double>, 4>> by;  // spread, error: across then vertical
   for (const auto& x : samples) {
     if (x.split != fit_split) continue;
@@ -84,7 +162,8 @@ Calibration fit_calibration(const std::vector<ConfidenceSample>& samples, int fi
   for (const auto& [key, v] : by) {
     if (!key.empty() && int64_t(v[0].size()) < min_per_category) continue;
     if (v[0].size() < 2) continue;
-    cal.fits[key] = {fit_axis(v[0], v[1]), fit_axis(v[2], v[3])};
+    cal.fits[key] = binned ? std::array<AxisCalibration, 2>{fit_axis_binned(v[0], v[1]), fit_axis_binned(v[2], v[3])}
+                           : std::array<AxisCalibration, 2>{fit_axis(v[0], v[1]), fit_axis(v[2], v[3])};
   }
   if (cal.fits.find("") == cal.fits.end())
     throw Error("calibration: split " + std::to_string(fit_split) + " holds fewer than 2 refined vertices to fit on");
@@ -201,13 +280,22 @@ void write_calibration(const std::string& path, const Calibration& cal) {
     return o;
   };
   std::string o = "{\n  \"format\": \"streamline calibration 1\",\n  \"note\": \"" + esc(cal.note) +
-                  "\",\n  \"checkpoint\": \"" + esc(cal.checkpoint) + "\",\n  \"model\": \"sigma = sqrt((a * spread)^2 + b^2), metres\",\n  \"fits\": {";
+                  "\",\n  \"checkpoint\": \"" + esc(cal.checkpoint) + "\",\n  \"model\": \"sigma = sqrt((a * spread)^2 + b^2), metres; where knots are given, sigma at a spread is read from "
+                  "them instead (linear between, flat beyond the ends)\",\n  \"fits\": {";
   bool first = true;
   for (const auto& [key, f] : cal.fits) {
     o += std::string(first ? "" : ",") + "\n    \"" + esc(key) + "\": {";
-    for (int a = 0; a < 2; ++a)
+    for (int a = 0; a < 2; ++a) {
       o += std::string(a ? ", " : "") + "\"" + axis_name(a) + "\": {\"a\": " + num(f[size_t(a)].a) +
-           ", \"b\": " + num(f[size_t(a)].b) + "}";
+           ", \"b\": " + num(f[size_t(a)].b);
+      if (!f[size_t(a)].knots.empty()) {
+        o += ", \"knots\": [";
+        for (size_t k = 0; k < f[size_t(a)].knots.size(); ++k)
+          o += std::string(k ? ", " : "") + "[" + num(f[size_t(a)].knots[k][0]) + ", " + num(f[size_t(a)].knots[k][1]) + "]";
+        o += "]";
+      }
+      o += "}";
+    }
     o += "}";
     first = false;
   }
@@ -243,6 +331,19 @@ Calibration read_calibration(const std::string& path) {
       f[size_t(a)] = {ax["a"].GetDouble(), ax["b"].GetDouble()};
       if (!(f[size_t(a)].b > 0))
         fail(path, "fits/" + key + "/" + name + "/b must be > 0 (a vertex whose views agree exactly would get sigma 0)");
+      if (ax.HasMember("knots")) {
+        const std::string at = "fits/" + key + "/" + name + "/knots";
+        if (!ax["knots"].IsArray()) fail(path, at + " must be an array of [spread, sigma] pairs");
+        for (const auto& k : ax["knots"].GetArray()) {
+          if (!k.IsArray() || k.Size() != 2 || !k[0].IsNumber() || !k[1].IsNumber() || !std::isfinite(k[0].GetDouble()) ||
+              !std::isfinite(k[1].GetDouble()) || k[0].GetDouble() < 0 || !(k[1].GetDouble() > 0))
+            fail(path, at + " must hold [spread, sigma] pairs of finite numbers, spread >= 0 and sigma > 0");
+          auto& kn = f[size_t(a)].knots;
+          if (!kn.empty() && (k[0].GetDouble() <= kn.back()[0] || k[1].GetDouble() < kn.back()[1]))
+            fail(path, at + ": the spreads must ascend and the sigmas must not fall");
+          kn.push_back({k[0].GetDouble(), k[1].GetDouble()});
+        }
+      }
     }
     cal.fits[key] = f;
   }

@@ -41,6 +41,9 @@ inline const char* axis_name(int axis) { return axis == kAcross ? "across" : "ve
 
 struct AxisCalibration {
   double a = 0, b = 0;  // sigma = sqrt((a * spread)^2 + b^2), metres
+  // When not empty, sigma is read from these instead: (spread, sigma) points, both ascending,
+  // linear between them and flat beyond the ends (fit_axis_binned).
+  std::vector<std::array<double, 2>> knots;
   double sigma(double spread) const;
 };
 
@@ -67,9 +70,20 @@ struct ConfidenceSample {
 // sl::Error for fewer than 2 samples or sizes that differ.
 AxisCalibration fit_axis(const std::vector<double>& spread, const std::vector<double>& error);
 
+// fit_axis, then the sigma per tenth of the samples by spread: in each tenth the sigma whose 1 and 2
+// sigma cover the tenth's errors nearest 68.3% and 95.4% (least squares of the two misses), made
+// non-decreasing in the spread by pooling adjacent tenths, as knots at each tenth's median spread.
+// A spread that ranks the errors only partly (as the views' does) is then calibrated per tenth on
+// the samples it is fitted on, and the shape the error takes in each tenth (its tails) counts, where
+// the (a, b) model assumes one Gaussian throughout. With fewer than 10 * min_per_bin samples, only
+// fit_axis's (a, b).
+AxisCalibration fit_axis_binned(const std::vector<double>& spread, const std::vector<double>& error,
+                                int64_t min_per_bin = 20);
+
 // Fits on the samples of split `fit_split`: per axis for "" (all) and for every category with at
-// least min_per_category samples there.
-Calibration fit_calibration(const std::vector<ConfidenceSample>& samples, int fit_split, int64_t min_per_category = 100);
+// least min_per_category samples there; binned (fit_axis_binned) or, with binned false, fit_axis.
+Calibration fit_calibration(const std::vector<ConfidenceSample>& samples, int fit_split, int64_t min_per_category = 100,
+                            bool binned = true);
 
 struct CoverageRow {
   std::string category;  // "all" for every category
@@ -94,8 +108,8 @@ std::vector<CoverageRow> coverage(const Calibration& cal, const std::vector<Conf
 std::string to_text(const std::vector<CoverageRow>& rows);
 
 // calibration.json: {"format": "streamline calibration 1", "note": ..., "checkpoint": "step_N.safetensors",
-// "fits": {"<category>": {"across": {"a": .., "b": ..}, "vertical": {...}}, ...}}. read throws sl::Error naming the file and
-// the reason; write is atomic.
+// "fits": {"<category>": {"across": {"a": .., "b": .., "knots": [[spread, sigma], ..]}, "vertical": {...}}, ...}}
+// ("knots" optional). read throws sl::Error naming the file and the reason; write is atomic.
 void write_calibration(const std::string& path, const Calibration& cal);
 Calibration read_calibration(const std::string& path);
 

@@ -131,12 +131,18 @@ MapCheckResult check_map_refinement(const SharedMap& truth, const std::vector<Ve
   if (confidence->given) {
     r.calibration = *confidence->given;
   } else {
-    r.calibration = fit_calibration(r.samples, 0);
+    r.calibration = fit_calibration(r.samples, 0, 100, confidence->binned);
     r.fitted = true;
     int64_t fit = 0;
     for (const auto& x : r.samples) fit += x.split == 0;
+    const bool knots = std::any_of(r.calibration.fits.begin(), r.calibration.fits.end(), [](const auto& kv) {
+      return !kv.second[kAcross].knots.empty() || !kv.second[kVertical].knots.empty();
+    });
     r.calibration.note = "fitted by streamline evaluate-map on the first-pass proposals for " + std::to_string(fit) +
-                         " vertices of the true map (even tiles)";
+                         " vertices of the true map (even tiles)" +
+                         (knots ? ", per tenth of the spread"
+                                : std::string(", sigma = sqrt((a spread)^2 + b^2)") +
+                                      (confidence->binned ? " (too few vertices for tenths of 20)" : ""));
   }
   r.coverage = coverage(r.calibration, r.samples, judged);
   r.final_coverage = coverage(r.calibration, r.final_samples, judged);
@@ -214,7 +220,14 @@ std::string to_text(const MapCheckResult& r) {
   int64_t n[2] = {0, 0};
   for (const auto& x : r.samples) n[x.split & 1]++;
   char b[512];
-  s += std::string("\nConfidence: sigma = sqrt((a * spread)^2 + b^2) per axis, the spread being ") +
+  const bool knots = std::any_of(r.calibration.fits.begin(), r.calibration.fits.end(), [](const auto& kv) {
+    return !kv.second[kAcross].knots.empty() || !kv.second[kVertical].knots.empty();
+  });
+  s += std::string("\nConfidence: sigma per axis ") +
+       (knots ? "read from knots (spread, sigma), one per tenth of the vertices by spread (where a fit has none: "
+                "sqrt((a * spread)^2 + b^2))"
+              : "= sqrt((a * spread)^2 + b^2)") +
+       ", the spread being " +
        (r.confidence.variance_head ? "the sigma of the model's variance head (its views' mean variance)"
                                    : "the disagreement of the model's views") +
        "; samples: what the first pass proposed for the true map's vertices (every proposed shift is an error), " +
@@ -224,6 +237,15 @@ std::string to_text(const MapCheckResult& r) {
     std::snprintf(b, sizeof b, "  %-24s across a %.3f b %.4f m; vertical a %.3f b %.4f m\n", key.empty() ? "(all)" : key.c_str(),
                   f[kAcross].a, f[kAcross].b, f[kVertical].a, f[kVertical].b);
     s += b;
+    for (int a = 0; a < 2; ++a) {
+      if (f[size_t(a)].knots.empty()) continue;
+      s += std::string("    knots ") + axis_name(a) + " (spread -> sigma, m):";
+      for (const auto& k : f[size_t(a)].knots) {
+        std::snprintf(b, sizeof b, " %.4f->%.4f", k[0], k[1]);
+        s += b;
+      }
+      s += "\n";
+    }
   }
   const std::string on = r.fitted ? "the odd tiles' vertices (nothing was fitted on them)" : "every vertex";
   s += "Its coverage of the true map's first-pass proposals, on " + on + ":\n" + to_text(r.coverage);

@@ -30,6 +30,7 @@ struct ConfidenceCheck {
   GateOptions gate;
   double far = 0.05, near = 0.02;  // m: the vertices more than `far` off in the input, and how many end within `near`
   bool variance_head = false;      // the raw uncertainty is the model's variance head's sigma (else the views' spread)
+  bool binned = true;              // fit_calibration's model: per tenth of the spread (else sigma = sqrt((a s)^2 + b^2))
 };
 
 // Of a run's lanelets with a moved bound after the last pass, those whose bounds' moves were undone.

@@ -17,6 +17,7 @@
 #include "kernels/model.h"
 #include "formats/maps/map_lines.h"
 #include "formats/tiles/tile_set.h"
+#include "refine/confidence.h"
 #include "refine/passes.h"
 #include "refine/refine_map_tiles.h"
 #include "tests/apps/cli_util.h"
@@ -194,6 +195,26 @@ TEST_F(InferTiles, EvaluateMapMeasuresTheFixedPointAndThePerturbedMapPassByPass)
   // Neither clouds nor tiles: a usage error.
   const auto none = sh("evaluate-map --checkpoint " + q(zero) + " --truth " + q(data_ + "/lanelet2_map.osm"));
   EXPECT_EQ(none.code, 2) << none.err;
+  // The calibration written: per tenth of the spread by default (knots) where there are enough
+  // vertices, the (a, b) model on request; another model name is a usage error.
+  auto calibrate = [&](const std::string& model, const std::string& out) {
+    return sh("evaluate-map --checkpoint " + q(up) + " --truth " + q(data_ + "/lanelet2_map.osm") + " --tiles " +
+              q(data_ + "/train/pointcloud_map") + " --categories curbstone --passes 1 --calibration-out " + q(out) +
+              (model.empty() ? std::string() : " --calibration-model " + model));
+  };
+  const std::string binned = root_ + "/binned.json", linear = root_ + "/linear.json";
+  ASSERT_EQ(calibrate("", binned).code, 0);
+  ASSERT_EQ(calibrate("linear", linear).code, 0);
+  // 110 vertices to fit on: fewer than ten tenths of 20, so the (a, b) model either way, and said
+  // (the knots themselves: tests/refine/confidence_test.cpp)
+  EXPECT_EQ(read_file(binned).find("\"knots\""), std::string::npos) << read_file(binned);
+  EXPECT_NE(read_file(binned).find("for 110 vertices"), std::string::npos) << read_file(binned);
+  EXPECT_NE(read_file(binned).find("(too few vertices for tenths of 20)"), std::string::npos) << read_file(binned);
+  EXPECT_EQ(read_file(linear).find("\"knots\""), std::string::npos) << read_file(linear);
+  EXPECT_EQ(read_file(linear).find("too few"), std::string::npos) << read_file(linear);
+  EXPECT_NO_THROW(read_calibration(binned));
+  EXPECT_NO_THROW(read_calibration(linear));
+  EXPECT_EQ(calibrate("isotonic", root_ + "/x.json").code, 2);
 }
 
 // A map refined over tiles reads its checkpoint once (refine/trained_model.h): the file may go (a

@@ -175,6 +175,63 @@ TEST_F(ConfidenceFiles, ACalibrationRoundTripsAndABadOneIsRefusedByNameAndReason
           "{\"format\": \"streamline calibration 1\", \"fits\": {\"x\": {\"across\": {\"a\": 1, \"b\": 0.1}, \"vertical\": {\"a\": 1, "
           "\"b\": 0.01}}}}",
           "no \"\" entry");
+  // knots: written, read back, and refused when they are not pairs or fall
+  cal.fits[""][kAcross].knots = {{0.002, 0.004}, {0.01, 0.009}, {0.03, 0.02}};
+  write_calibration(p, cal);
+  EXPECT_EQ(read_calibration(p).fits.at("")[kAcross].knots, cal.fits[""][kAcross].knots);
+  EXPECT_TRUE(read_calibration(p).fits.at("")[kVertical].knots.empty());
+  const std::string head = "{\"format\": \"streamline calibration 1\", \"fits\": {\"\": {\"vertical\": {\"a\": 1, \"b\": 0.01}, "
+                           "\"across\": {\"a\": 1, \"b\": 0.01, \"knots\": ";
+  refused("g.json", head + "[[0.01, 0.02], [0.005, 0.03]]}}}}", "the spreads must ascend and the sigmas must not fall");
+  refused("h.json", head + "[[0.01, 0.02], [0.02, 0.01]]}}}}", "the sigmas must not fall");
+  refused("i.json", head + "[[0.01, 0]]}}}}", "sigma > 0");
+  refused("j.json", head + "{}}}}}", "must be an array");
+}
+
+// Sigma read from knots: linear between them, flat beyond the ends.
+TEST(Confidence, KnotsAreLinearBetweenAndFlatBeyondTheEnds) {
+  AxisCalibration f{1.0, 0.01, {{0.01, 0.02}, {0.03, 0.06}}};
+  EXPECT_DOUBLE_EQ(f.sigma(0.0), 0.02);
+  EXPECT_DOUBLE_EQ(f.sigma(0.01), 0.02);
+  EXPECT_NEAR(f.sigma(0.02), 0.04, 1e-15);
+  EXPECT_DOUBLE_EQ(f.sigma(0.03), 0.06);
+  EXPECT_DOUBLE_EQ(f.sigma(1.0), 0.06);
+  f.knots.clear();
+  EXPECT_DOUBLE_EQ(f.sigma(0.0), 0.01);
+}
+
+// Errors whose scale grows as the square of the spread, with heavier tails than a Gaussian's where
+// the spread is large: the (a, b) model (one Gaussian, sigma linear in the spread) misses tenths; the
+// binned fit covers every tenth, on samples it was not fitted on. Shuffled spreads (a sigma that
+// ignores the errors) still fail, and so does a constant sigma.
+TEST(Confidence, TheBinnedFitCoversEveryTenthWhereTheLinearModelDoesNot) {
+  Rng rng(23);
+  std::vector<ConfidenceSample> xs;
+  for (int i = 0; i < 40000; ++i) {
+    ConfidenceSample x;
+    x.category = "line_thin";
+    for (int axis = 0; axis < 2; ++axis) {
+      const double s = std::exp(rng.uniform(std::log(0.004), std::log(0.06)));
+      const double scale = 0.002 + 20 * s * s;
+      // a Gaussian where s is small; where it is large, one in ten errors from a 4x wider one
+      const bool wide = s > 0.02 && rng.uniform(0, 1) < 0.1;
+      x.spread[size_t(axis)] = s;
+      x.error[size_t(axis)] = rng.normal(0, scale * (wide ? 4 : 1));
+    }
+    x.split = i % 2;
+    xs.push_back(x);
+  }
+  const CoverageRow linear = coverage(fit_calibration(xs, 0, 100, false), xs, 1)[0];
+  EXPECT_FALSE(linear.calibrated()) << to_text(coverage(fit_calibration(xs, 0, 100, false), xs, 1));
+  const Calibration binned = fit_calibration(xs, 0);
+  EXPECT_FALSE(binned.of("line_thin")[kAcross].knots.empty());
+  for (const CoverageRow& r : coverage(binned, xs, 1)) EXPECT_TRUE(r.calibrated()) << to_text(coverage(binned, xs, 1));
+  std::vector<ConfidenceSample> shuffled = xs;
+  for (size_t i = 0; i < shuffled.size(); ++i) shuffled[i].spread = xs[(i * 7919) % xs.size()].spread;
+  EXPECT_FALSE(coverage(binned, shuffled, 1)[0].calibrated());
+  // too few samples for tenths of 20: the (a, b) model alone
+  std::vector<ConfidenceSample> few(xs.begin(), xs.begin() + 300);
+  EXPECT_TRUE(fit_calibration(few, 0, 100).of("")[kAcross].knots.empty());
 }
 
 // A map in a local frame: a curb along +x (y = 0), a marking at y = 5, a virtual line at y = 9.
