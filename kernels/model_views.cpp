@@ -17,11 +17,11 @@ void forward_views(LineRefiner& model, int views, const float* context, const fl
   if (sigma && !cfg.has_variance()) fail("model views", "the model has no variance head (no sigma)");
   const size_t n3 = B > 0 ? size_t(B) * size_t(L) * 3 : 0;
   std::vector<float> lv(sigma ? n3 : 0), vlv(lv.size());
-  std::vector<double> var(lv.size());  // the views' mean variance, in the order of view 0
+  std::vector<double> head_var(lv.size());  // the views' summed variances, in the order of view 0
   model.forward(context, noisy_line, B, P, L, pred, local, sigma ? lv.data() : nullptr);
-  for (size_t i = 0; i < var.size(); ++i) var[i] = std::exp(double(lv[i]));
+  for (size_t i = 0; i < head_var.size(); ++i) head_var[i] = std::exp(double(lv[i]));
   auto finish_sigma = [&] {
-    for (size_t i = 0; i < var.size(); ++i) sigma[i] = (float)std::sqrt(var[i] / views);
+    for (size_t i = 0; i < head_var.size(); ++i) sigma[i] = (float)std::sqrt(head_var[i] / views);
   };
   if (spread && B > 0) std::fill(spread, spread + n3, 0.f);
   if (views == 1 || B <= 0) {
@@ -70,7 +70,7 @@ void forward_views(LineRefiner& model, int views, const float* context, const fl
           for (int c = 0; c < 3; ++c) q[c] += double(o[c]) * o[c];  // the sign flips do not change a square
         }
         if (sigma) {  // a variance has no sign either
-          double* a2 = &var[(b * nl + (rev ? nl - 1 - l : l)) * 3];
+          double* a2 = &head_var[(b * nl + (rev ? nl - 1 - l : l)) * 3];
           for (int c = 0; c < 3; ++c) a2[c] += std::exp(double(vlv[(b * nl + l) * 3 + size_t(c)]));
         }
       }

@@ -441,6 +441,28 @@ struct MseBackward : Case<MseBackward> {
   }
 };
 
+// The variance head's likelihood gradient; log variances in +-3 and a few below the -20 clamp.
+struct GaussianNllBackward : Case<GaussianNllBackward> {
+  int64_t n;
+  double dloss;
+  GaussianNllBackward(int64_t k, double d) : n(k), dloss(d) {}
+  std::string op() const override { return "gaussian_nll_backward"; }
+  std::string shape() const override { return dims({{"n", n}, {"dloss", dloss}}); }
+  template <class T>
+  void body(Run<T>& r) const {
+    std::vector<double> s = r.random(n, 3.0);
+    for (int64_t i = 0; i < n; i += 97) s[size_t(i)] = -25.0;
+    const auto &lv = r.in("logvar", s), &p = r.in("pred", n), &t = r.in("target", n);
+    auto& dl = r.out("dlogvar", n, Writes::Accumulate);
+    dl.tol = std::is_same_v<T, float> ? 1e-6 : 1e-12;
+    r.reference([&] {
+      gaussian_nll_backward_reference(dl.ex(), lv.hd(), p.hd(), t.hd(), n);
+      for (double& g : dl.expect) g *= dloss;
+    });
+    r.op([&] { gaussian_nll_backward(r.c, dl.p(), lv.p(), p.p(), t.p(), n, T(dloss)); });
+  }
+};
+
 // `steps` Adam steps from a state at step 2, against the textbook formula in double.
 struct AdamStep : Case<AdamStep, true> {
   int64_t n;
@@ -548,6 +570,7 @@ inline Cases check_cases() {
   add(v, LineWindowBackward(1, 1, 2, 3, 1), LineWindowBackward(3, 17, 9, 8, 1), LineWindowBackward(2, 300, 5, 7, 2),
       LineWindowBackward(2, 3, 4, 5, 3), LineWindowBackward(2, 6, 3, 4, 0, false));
   add(v, MseLoss(1), MseLoss(1001), MseBackward(1001, 1), MseBackward(12, 0.25));
+  add(v, GaussianNllBackward(1001, 1), GaussianNllBackward(12, 0.25));
   add(v, AdamStep(777, 5, 0.01f), AdamStep(5, 2, 0.f));
   add(v, Fill(1001, 0.37f), Fill(1, -2.5f));
   add(v, Axpby(1001, 0.7f, -1.3f), Axpby(513, -2.f, 0.f));
@@ -575,7 +598,8 @@ inline Cases perf_cases() {
       LinearBackward(NLK, 4, 64, true, false));
   add(v, LineWindowForward(B, L, 128, 128, 1), LineWindowBackward(B, L, 128, 128, 1),
       GlobalLineForward(B, L, 512, 512, 256, true), GlobalLineBackward(B, L, 512, 512, 256, true));
-  add(v, MseLoss(NL * 3), MseBackward(NL * 3, 1), AdamStep(280643, 1, 0.f), Fill(280643, 0.f),
+  add(v, MseLoss(NL * 3), MseBackward(NL * 3, 1), GaussianNllBackward(NL * 3, 1), AdamStep(280643, 1, 0.f),
+      Fill(280643, 0.f),
       Axpby(280643, 1.f, 1.f));
   return v;
 }
