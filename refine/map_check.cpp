@@ -11,6 +11,13 @@ namespace sl {
 
 namespace {
 
+// Whether any fit of `cal` reads sigma from knots (a calibration per tenth of the spread).
+bool has_knots(const Calibration& cal) {
+  return std::any_of(cal.fits.begin(), cal.fits.end(), [](const auto& kv) {
+    return !kv.second[kAcross].knots.empty() || !kv.second[kVertical].knots.empty();
+  });
+}
+
 // The passes' `total` on `start` with the moves that break a lanelet undone, as infer writes it; the
 // last entry of `errors` (after the last pass) measured again when a lanelet was kept.
 LaneletKeep keep_lanelets(const VectorMap& truth, const VectorMap& start, std::vector<Vec3d> total,
@@ -135,9 +142,7 @@ MapCheckResult check_map_refinement(const SharedMap& truth, const std::vector<Ve
     r.fitted = true;
     int64_t fit = 0;
     for (const auto& x : r.samples) fit += x.split == 0;
-    const bool knots = std::any_of(r.calibration.fits.begin(), r.calibration.fits.end(), [](const auto& kv) {
-      return !kv.second[kAcross].knots.empty() || !kv.second[kVertical].knots.empty();
-    });
+    const bool knots = has_knots(r.calibration);
     r.calibration.note = "fitted by streamline evaluate-map on the first-pass proposals for " + std::to_string(fit) +
                          " vertices of the true map (even tiles)" +
                          (knots ? ", per tenth of the spread"
@@ -220,9 +225,7 @@ std::string to_text(const MapCheckResult& r) {
   int64_t n[2] = {0, 0};
   for (const auto& x : r.samples) n[x.split & 1]++;
   char b[512];
-  const bool knots = std::any_of(r.calibration.fits.begin(), r.calibration.fits.end(), [](const auto& kv) {
-    return !kv.second[kAcross].knots.empty() || !kv.second[kVertical].knots.empty();
-  });
+  const bool knots = has_knots(r.calibration);
   s += std::string("\nConfidence: sigma per axis ") +
        (knots ? "read from knots (spread, sigma), one per tenth of the vertices by spread (where a fit has none: "
                 "sqrt((a * spread)^2 + b^2))"
