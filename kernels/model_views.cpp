@@ -28,12 +28,13 @@ void forward_views(LineRefiner& model, int views, const float* context, const fl
     if (sigma) finish_sigma();
     return;
   }
-  const int C = cfg.in_channels, K = local && cfg.has_local() ? cfg.local_k : 0;
+  // W: a noisy line point's channels, x y z then (category_input) a one-hot the views leave as it is.
+  const int C = cfg.in_channels, W = cfg.line_channels, K = local && cfg.has_local() ? cfg.local_k : 0;
   const size_t nb = (size_t)B, nl = (size_t)L, np = (size_t)P;
   std::vector<double> sum(nb * nl * 3), sq(spread ? nb * nl * 3 : 0);
   for (size_t i = 0; i < sum.size(); ++i) sum[i] = pred[i];
   for (size_t i = 0; i < sq.size(); ++i) sq[i] = double(pred[i]) * pred[i];
-  std::vector<float> ctx(nb * np * (size_t)C), line(nb * nl * 3), loc(K > 0 ? nb * nl * (size_t)K * 4 : 0),
+  std::vector<float> ctx(nb * np * (size_t)C), line(nb * nl * (size_t)W), loc(K > 0 ? nb * nl * (size_t)K * 4 : 0),
       out(nb * nl * 3);
   for (int v = 1; v < views; ++v) {
     const float sy = (v & 1) ? -1.f : 1.f;  // mirrored across the line
@@ -49,9 +50,10 @@ void forward_views(LineRefiner& model, int views, const float* context, const fl
     for (size_t b = 0; b < nb; ++b)
       for (size_t l = 0; l < nl; ++l) {
         const size_t from = b * nl + (rev ? nl - 1 - l : l), to = b * nl + l;
-        const float* a = noisy_line + from * 3;
-        float* o = &line[to * 3];
+        const float* a = noisy_line + from * (size_t)W;
+        float* o = &line[to * (size_t)W];
         o[0] = sx * a[0], o[1] = sy * a[1], o[2] = a[2];
+        for (int c = 3; c < W; ++c) o[c] = a[c];
         for (int k = 0; k < K; ++k) {
           const float* g = local + (from * (size_t)K + (size_t)k) * 4;
           float* w = &loc[(to * (size_t)K + (size_t)k) * 4];

@@ -19,7 +19,8 @@
 namespace sl {
 
 // pred [B,L,3] (host) = the mean over `views` (1, 2 or 4) of the model's prediction on each view of
-// context [B,P,C], noisy_line [B,L,3] and local [B,L,K,4] (null without a local branch; K the
+// context [B,P,C], noisy_line [B,L,W] (W = the model's line_channels: x y z, then any one-hot of the
+// line's category, which no view changes) and local [B,L,K,4] (null without a local branch; K the
 // model's local_k); all host memory, as LineRefiner::forward takes them on the CPU backend.
 // views = 1 is exactly model.forward. Throws sl::Error for another views value.
 // spread (nullable, [B,L,3] host): per line point and axis of the sample frame (x along the line,

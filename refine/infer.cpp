@@ -109,15 +109,16 @@ std::vector<RefinedPiece> refine_pieces(const TrainedModel& trained, const Point
   std::vector<float> context, noisy, local;  // local: line_refiner_local's grouped points [L,K,4]
   int64_t P = -1, L = -1;
   const int K = config.has_local() ? config.local_k : 0;
+  const int W = config.line_channels;  // x y z, then category_input's one-hot when the model reads one
   for (const auto& p : pieces) {
     if (!p.sample) continue;
     const Tensor& ctx_t = p.sample->at("context");
     const Tensor& line_t = p.sample->at("noisy_line");
     if (ctx_t.shape.size() != 2 || ctx_t.shape[1] != config.in_channels || line_t.shape.size() != 2 ||
-        line_t.shape[1] != 3)
+        line_t.shape[1] != W)
       fail(where, "the replayed preprocessing made context " + ctx_t.shape_str() + " and noisy_line " +
                       line_t.shape_str() + "; the model takes [P," + std::to_string(config.in_channels) +
-                      "] and [L,3]");
+                      "] and [L," + std::to_string(W) + "]");
     if (P < 0) P = ctx_t.shape[0], L = line_t.shape[0];
     if (ctx_t.shape[0] != P || line_t.shape[0] != L) fail(where, "the replayed samples differ in P or L");
     context.insert(context.end(), ctx_t.data.begin(), ctx_t.data.end());
@@ -133,7 +134,7 @@ std::vector<RefinedPiece> refine_pieces(const TrainedModel& trained, const Point
       local.insert(local.end(), loc_t.data.begin(), loc_t.data.end());
     }
   }
-  const int B = L > 0 ? int(noisy.size() / (size_t(L) * 3)) : 0;
+  const int B = L > 0 ? int(noisy.size() / (size_t(L) * size_t(W))) : 0;
   // The raw uncertainty per line point: the variance head's sigma where the model has one, else
   // the views' spread (refine/confidence.h calibrates either).
   std::vector<float> pred(size_t(B) * size_t(std::max<int64_t>(L, 0)) * 3), spread(pred.size());
@@ -142,7 +143,7 @@ std::vector<RefinedPiece> refine_pieces(const TrainedModel& trained, const Point
     const int n = std::min(batch, B - b0);
     float* u = spread.data() + size_t(b0) * size_t(L) * 3;
     forward_views(model, config.views, context.data() + size_t(b0) * size_t(P) * size_t(config.in_channels),
-                  noisy.data() + size_t(b0) * size_t(L) * 3, n, int(P), int(L), pred.data() + size_t(b0) * size_t(L) * 3,
+                  noisy.data() + size_t(b0) * size_t(L) * size_t(W), n, int(P), int(L), pred.data() + size_t(b0) * size_t(L) * 3,
                   K > 0 ? local.data() + size_t(b0) * size_t(L) * size_t(K) * 4 : nullptr, head ? nullptr : u,
                   head ? u : nullptr);
   }
@@ -170,7 +171,7 @@ std::vector<RefinedPiece> refine_pieces(const TrainedModel& trained, const Point
       f.origin[0] = fr[0], f.origin[1] = fr[1], f.origin[2] = fr[2], f.cos_yaw = fr[3], f.sin_yaw = fr[4];
     }
     for (int64_t j = 0; j < L; ++j) {
-      const float* q = &noisy[(size_t(row) * L + j) * 3];
+      const float* q = &noisy[(size_t(row) * L + j) * size_t(W)];
       const float* d = &pred[(size_t(row) * L + j) * 3];
       r.refined.push_back(f.to_world({q[0] + d[0], q[1] + d[1], q[2] + d[2]}));
       const auto w = f.offset_to_world({d[0], d[1], d[2]});

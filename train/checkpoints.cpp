@@ -228,6 +228,10 @@ std::vector<ParamSpec> model_param_specs() {
   return {p_ints("encoder", {64, 128, 512}, "encoder widths (point-wise Conv1d + ReLU); the last is the global feature", 1),
           p_ints("line_mlp", {64, 128}, "line MLP widths", 1),
           p_ints("regressor", {256, 128}, "regressor hidden widths (a final layer to 3 follows)", 1),
+          p_int("line_channels", 3,
+                "channels per noisy line point the line MLP reads: 3 (x, y, z); 3 + C with a category_input stage "
+                "(the line's category as a one-hot over its C categories)",
+                3),
           p_string("type", "line_refiner",
                    "line_refiner: the seeds' model (context and the noisy line); line_refiner_local: plus a local "
                    "branch over the points grouped around each line point (the batch's `local` [B, L, K, 4])",
@@ -263,6 +267,7 @@ ModelConfig model_config_from(const Params& m) {
   cfg.regressor = ints(m.get_ints("regressor"));
   if (cfg.encoder.empty() || cfg.line_mlp.empty() || cfg.regressor.empty())
     fail(m.where(), "encoder, line_mlp and regressor each need at least one width");
+  if (m.has("line_channels")) cfg.line_channels = int(m.get_int("line_channels"));  // recorded before it: 3
   if (m.has("views")) {  // recorded pipelines from before it: 1
     cfg.views = int(m.get_int("views"));
     if (cfg.views == 3) fail(m.where("views"), "views must be 1, 2 or 4, got 3");

@@ -118,9 +118,20 @@ class EvalStep : public Stage {
     }
     const auto& ctxt = b->tensor("context");
     const int B = (int)b->size, P = (int)ctxt.shape[1], C = (int)ctxt.shape[2];
-    const int L = (int)b->tensor("noisy_line").shape[1];
+    const BatchTensor& noisy_t = b->tensor("noisy_line");
+    const int L = (int)noisy_t.shape[1];
+    // The model reads W channels per line point (x y z, then category_input's one-hot); the
+    // scores and examples below read the line's x y z.
+    const int W = line_channels_of(noisy_t);
     const float* context = b->host("context");
-    const float* noisy = b->host("noisy_line");
+    const float* noisy_in = b->host("noisy_line");
+    const float* noisy = noisy_in;
+    if (W != 3) {
+      noisy_xyz_.resize((size_t)B * L * 3);
+      for (size_t r = 0; r < (size_t)B * L; ++r)
+        for (int c = 0; c < 3; ++c) noisy_xyz_[r * 3 + (size_t)c] = noisy_in[r * (size_t)W + (size_t)c];
+      noisy = noisy_xyz_.data();
+    }
     const float* target = b->host("target_offset");
     const float* truth = b->host("true_line");
     // The model's workspace is per call here: eval of a live model runs while its trainer waits.
@@ -129,7 +140,7 @@ class EvalStep : public Stage {
     // line_refiner_local reads the points grouped around each line point; the model says so
     // when a batch lacks them.
     const bool has_local = std::any_of(b->tensors.begin(), b->tensors.end(), [](const BatchTensor& t) { return t.name == "local"; });
-    forward_views(m, views_ > 0 ? views_ : m.config().views, context, noisy, B, P, L, pred_.data(),
+    forward_views(m, views_ > 0 ? views_ : m.config().views, context, noisy_in, B, P, L, pred_.data(),
                   has_local && m.config().has_local() ? b->host("local") : nullptr);
     auto& ex = out_.examples;
     const bool has_frame = std::any_of(b->tensors.begin(), b->tensors.end(), [](const BatchTensor& t) { return t.name == "frame"; });
@@ -146,6 +157,16 @@ class EvalStep : public Stage {
       out_.stats.add(noisy + o, pred_.data() + o, target + o, truth + o, L,
                      (size_t)i < b->category.size() ? b->category[(size_t)i] : std::string());
     }
+  }
+  // The batch's channels per line point, which must be the model's line_channels.
+  int line_channels_of(const BatchTensor& noisy) const {
+    const int want = model_->config().line_channels;
+    const int got = noisy.shape.size() == 3 ? (int)noisy.shape[2] : -1;
+    if (got != want)
+      fail(where_, "the batches' noisy_line has " + std::to_string(got) + " channels per line point and the model reads " +
+                       std::to_string(want) + " (3: x y z; 3 + C: category_input's one-hot of C categories); evaluate "
+                       "with the stages the model was trained with");
+    return want;
   }
   void finish(RunContext& ctx) override {
     const RefineStats& s = out_.stats;
@@ -168,7 +189,7 @@ class EvalStep : public Stage {
   int views_ = 0;
   const LineRefiner* model_ = nullptr;
   std::unique_ptr<LineRefiner> owned_;
-  std::vector<float> pred_;
+  std::vector<float> pred_, noisy_xyz_;
   EvalOutcome out_;
   bool interrupted_ = false;
 };

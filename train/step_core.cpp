@@ -29,6 +29,12 @@ void StepCore::sync_steps(Comm& comm, int accumulate) { sync_ = std::make_unique
 void StepCore::prepare(const Batch& first, bool quiet) {
   const int B = (int)first.capacity, P = (int)first.tensor("context").shape[1],
             L = (int)first.tensor("noisy_line").shape[1];
+  const auto& line_shape = first.tensor("noisy_line").shape;
+  if (line_shape.size() != 3 || line_shape[2] != cfg_.line_channels)
+    throw Error("train_step: the batches' noisy_line has " +
+                (line_shape.size() == 3 ? std::to_string(line_shape[2]) : std::string("?")) +
+                " channels per line point and model.line_channels is " + std::to_string(cfg_.line_channels) +
+                " (3: x y z; with a category_input stage of C categories, 3 + C)");
   if (!backend_.is_cuda()) {
     // model.recompute "auto" on the CPU: off (host memory is not what limits a CPU run's batch).
     if (cfg_.recompute == Recompute::automatic) model_->set_recompute(false);

@@ -43,6 +43,7 @@ class ToDevice : public Stage {
       // The ring carries what the batches carry: `local` [B, L, K, 4] too when the pipeline groups
       // points around the line (the local branch's input).
       ModelConfig carry;
+      carry.line_channels = (int)n.shape[2];  // x y z, and category_input's one-hot when there is one
       for (const BatchTensor& t : b->tensors)
         if (t.name == "local" && t.shape.size() == 4) carry.local_k = (int)t.shape[2];
       ring_ = DeviceRing::create(backend_, ring_slots_, (int)b->capacity, (int)c.shape[1], (int)n.shape[1], carry);

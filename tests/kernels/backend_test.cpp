@@ -142,7 +142,7 @@ class ModelOnBackend : public ::testing::TestWithParam<Row> {};
 // (the CUDA graph at full capacity) and a short batch inside the same workspace, tracked by the
 // CPU model. With `local`, the same with a local branch (K = 6 points per line point, W = 1); with
 // `variance`, a variance head too (its likelihood gradient and its log variances checked as well).
-void expect_step_matches_reference_and_cpu_model(const Row& row, bool local, bool variance = false) {
+void expect_step_matches_reference_and_cpu_model(const Row& row, bool local, bool variance = false, int line_channels = 3) {
   const double tol = test::row_tolerance(row);
   ModelConfig cfg;
   cfg.encoder = {16, 24, 40};
@@ -150,14 +150,15 @@ void expect_step_matches_reference_and_cpu_model(const Row& row, bool local, boo
   cfg.regressor = {20, 10};
   if (local) cfg.local = {8, 12}, cfg.local_k = 6, cfg.local_window = 1;
   if (variance) cfg.variance = {8};
-  const int B = 3, P = 50, L = 7, K = cfg.local_k;
+  cfg.line_channels = line_channels;
+  const int B = 3, P = 50, L = 7, K = cfg.local_k, W = line_channels;
   LineRefiner m(cfg, 5, row.backend, row.precision);
   const size_t n = m.num_params();
   std::vector<float> w(n);
   m.download_params(w.data());
   using test::random_vec;
   using test::rel_err;
-  auto ctx = random_vec<float>(size_t(B) * P * 4, 60), line = random_vec<float>(size_t(B) * L * 3, 61),
+  auto ctx = random_vec<float>(size_t(B) * P * 4, 60), line = random_vec<float>(size_t(B) * L * W, 61),
        tgt = random_vec<float>(size_t(B) * L * 3, 62);
   auto loc = random_vec<float>(size_t(B) * L * K * 4 + 1, 63);  // + 1: never empty
   Mem mc = Mem::of(m.context(), ctx), ml = Mem::of(m.context(), line), mt = Mem::of(m.context(), tgt),
@@ -187,7 +188,7 @@ void expect_step_matches_reference_and_cpu_model(const Row& row, bool local, boo
   cpu.prepare(B, P, L);
   for (int s = 0; s < 4; ++s) {
     const int Bs = s == 3 ? 2 : B;
-    auto c2 = random_vec<float>(size_t(Bs) * P * 4, 70 + s), l2 = random_vec<float>(size_t(Bs) * L * 3, 80 + s),
+    auto c2 = random_vec<float>(size_t(Bs) * P * 4, 70 + s), l2 = random_vec<float>(size_t(Bs) * L * W, 80 + s),
          t2 = random_vec<float>(size_t(Bs) * L * 3, 90 + s), x2 = random_vec<float>(size_t(Bs) * L * K * 4 + 1, 95 + s);
     Mem a = Mem::of(m.context(), c2), b2 = Mem::of(m.context(), l2), d = Mem::of(m.context(), t2),
         e = Mem::of(m.context(), x2);
@@ -248,6 +249,14 @@ TEST_P(ModelOnBackend, VarianceHeadStepMatchesReferenceAndCpuModel) {
   const RowStatus st = test::row_status(row);
   if (st.kind != RowStatus::Runs) GTEST_SKIP() << row.name() << ": " << st.why;
   expect_step_matches_reference_and_cpu_model(row, true, true);
+}
+
+// category_input's one-hot after x y z: 3 + 11 channels per noisy line point (the line MLP's input).
+TEST_P(ModelOnBackend, CategoryChannelsStepMatchesReferenceAndCpuModel) {
+  const Row row = GetParam();
+  const RowStatus st = test::row_status(row);
+  if (st.kind != RowStatus::Runs) GTEST_SKIP() << row.name() << ": " << st.why;
+  expect_step_matches_reference_and_cpu_model(row, true, false, 3 + 11);
 }
 
 // The model runs in float: the rows of every backend in the precisions its GEMMs support.

@@ -198,7 +198,7 @@ TEST(ModelLocal, RefusesAMissingLocalInputSayingWhatItReads) {
 
 void expect_fast_matches_reference(const ModelConfig& cfg, int B, int P, int L, double tol) {
   LineRefiner m(cfg, 11);
-  auto ctx = random_vec<float>(size_t(B) * P * 4, 4), line = random_vec<float>(B * L * 3, 5),
+  auto ctx = random_vec<float>(size_t(B) * P * 4, 4), line = random_vec<float>(size_t(B) * L * cfg.line_channels, 5),
        tgt = random_vec<float>(B * L * 3, 6), loc = random_vec<float>(size_t(B) * L * cfg.local_k * 4, 7);
   const float* lx = cfg.has_local() ? loc.data() : nullptr;
   const float loss = m.forward_backward(ctx.data(), line.data(), tgt.data(), B, P, L, lx);
@@ -233,6 +233,32 @@ TEST(ModelFast, SingleLayerEncoderMatchesReference) {
   c.encoder = {24};
   c.regressor = {8};
   expect_fast_matches_reference(c, 2, 33, 5, 1e-5);
+}
+
+// A noisy line of 3 + C channels per point (category_input's one-hot of C categories after x y z):
+// the line MLP's first layer reads them all, against the reference model, with and without a
+// local branch; the table's line_mlp.0.weight is [F, 3 + C, 1] and nothing else changes.
+TEST(ModelFast, LineOfThreePlusCategoryChannelsMatchesReferenceModel) {
+  ModelConfig c = tiny();
+  c.line_channels = 3 + 11;
+  expect_fast_matches_reference(c, 2, 16, 4, 1e-5);
+  expect_fast_matches_reference(with_local(c, {8, 8}, 5, 1), 2, 16, 4, 1e-5);
+  ModelConfig m;
+  m.encoder = {16, 32, 96};
+  m.line_mlp = {16, 24};
+  m.regressor = {40, 20};
+  m.line_channels = 3 + 5;
+  expect_fast_matches_reference(m, 3, 700, 90, 2e-5);
+  const std::vector<ParamInfo> seeds = make_param_table(tiny()), wide = make_param_table(c);
+  ASSERT_EQ(seeds.size(), wide.size());
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    EXPECT_EQ(seeds[i].name, wide[i].name);
+    if (seeds[i].name == "line_mlp.0.weight")
+      EXPECT_EQ(wide[i].shape, (std::vector<int64_t>{8, 14, 1}));
+    else
+      EXPECT_EQ(seeds[i].shape, wide[i].shape) << seeds[i].name;
+  }
+  EXPECT_EQ(num_model_params(c), num_model_params(tiny()) + 8 * 11);
 }
 
 TEST(ModelFast, LocalBranchMatchesReferenceModelTinyConfig) {

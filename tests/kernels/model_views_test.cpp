@@ -158,3 +158,57 @@ TEST(ModelViews, TheMeanOverViewsIsEquivariantUnderTheViewsThemselves) {
 
 }  // namespace
 }  // namespace sl
+
+namespace sl {
+namespace {
+
+// A model that reads category_input's one-hot after each line point's x y z (3 + C channels): the
+// views mirror and reverse x y z and carry each point's one-hot unchanged (reversed with its point),
+// checked against views written out plainly; a one-hot mirrored, dropped or read at stride 3 gives
+// another mean.
+TEST(ModelViews, TheViewsTransformTheLinesXyzAndLeaveItsCategoryOneHotAlone) {
+  ModelConfig cfg = small_local();
+  const int C = 6, W = 3 + C;
+  cfg.line_channels = W;
+  LineRefiner m(cfg, 17);
+  const Sample s = random_sample(33);
+  Rng rng(34);
+  std::vector<float> line((size_t)s.B * s.L * W, 0.f);
+  for (int b = 0; b < s.B; ++b) {
+    const int slot = (int)rng.below((uint64_t)C);  // one category per sample, as the stage writes it
+    for (int l = 0; l < s.L; ++l) {
+      const int r = b * s.L + l;
+      for (int c = 0; c < 3; ++c) line[(size_t)(r * W + c)] = s.line[(size_t)(r * 3 + c)];
+      line[(size_t)(r * W + 3 + slot)] = 1.f;
+    }
+  }
+  const size_t n = (size_t)s.B * s.L * 3;
+  std::vector<float> direct(n), one(n);
+  m.forward(s.ctx.data(), line.data(), s.B, s.P, s.L, direct.data(), s.local.data());
+  forward_views(m, 1, s.ctx.data(), line.data(), s.B, s.P, s.L, one.data(), s.local.data());
+  EXPECT_EQ(direct, one);
+  for (int views : {2, 4}) {
+    std::vector<double> want(n, 0.0);
+    for (int v = 0; v < views; ++v) {
+      const Sample w = view_of(s, v);  // context, x y z and groups as the seeds' views
+      const bool rev = (v & 2) != 0;
+      std::vector<float> wl(line.size());
+      for (int b = 0; b < s.B; ++b)
+        for (int l = 0; l < s.L; ++l) {
+          const int from = b * s.L + (rev ? s.L - 1 - l : l), to = b * s.L + l;
+          for (int c = 0; c < 3; ++c) wl[(size_t)(to * W + c)] = w.line[(size_t)(to * 3 + c)];
+          for (int c = 3; c < W; ++c) wl[(size_t)(to * W + c)] = line[(size_t)(from * W + c)];
+        }
+      std::vector<float> p(n);
+      m.forward(w.ctx.data(), wl.data(), s.B, s.P, s.L, p.data(), w.local.data());
+      const std::vector<double> b = back(p, s, v);
+      for (size_t i = 0; i < n; ++i) want[i] += b[i] / views;
+    }
+    std::vector<float> got(n);
+    forward_views(m, views, s.ctx.data(), line.data(), s.B, s.P, s.L, got.data(), s.local.data());
+    for (size_t i = 0; i < n; ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << "views " << views << " element " << i;
+  }
+}
+
+}  // namespace
+}  // namespace sl
