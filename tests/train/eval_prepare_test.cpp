@@ -35,10 +35,13 @@ TEST(EvalPrepare, TheShippedEvalPipelinesRepeatTheirTrainersPreparingStages) {
   EXPECT_EQ(missing("line_refine_train_map.json", "line_refine_eval_map.json"), std::vector<std::string>{});
   // crop_tiles is crop_polyline on a tiled map: the map evaluation's crop_polyline makes the same "points".
   EXPECT_EQ(missing("line_refine_train_tiles.json", "line_refine_eval_map.json"), std::vector<std::string>{});
-  // The edges model normalizes intensities; the local evaluation does not.
+  EXPECT_EQ(missing("line_refine_train_edges.json", "line_refine_eval_edges.json"), std::vector<std::string>{});
+  // The edges model normalizes intensities and reads each line's category; the local evaluation does neither.
   const auto edges = missing("line_refine_train_edges.json", "line_refine_eval_local.json");
-  ASSERT_EQ(edges.size(), 1u);
+  ASSERT_EQ(edges.size(), 2u);
   EXPECT_EQ(edges[0].rfind("{\"id\":\"intensity\",\"type\":\"normalize_intensity\",\"params\":{", 0), 0u) << edges[0];
+  EXPECT_EQ(edges[1].rfind("{\"id\":\"category\",\"type\":\"category_input\",\"params\":{\"categories\":[\"road_border\",", 0), 0u)
+      << edges[1];
 }
 
 TEST(EvalPrepare, ACheckpointTrainedWithNormalizeIntensityIsRefusedByAnEvaluationWithoutIt) {
