@@ -836,19 +836,27 @@ int main(int argc, char** argv) {
                     "local frame of the computation: auto (as read_cloud's default) or x,y,z; the refined lines are "
                     "written in world coordinates either way");
   auto add_pass_options = [](CLI::App* sub, sl::PassOptions& p, CLI::Option* needs) {
+    auto g = [](double x, const char* unit) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%g%s", x, unit);
+      return std::string(b);
+    };
     auto* n = sub->add_option("--passes", p.passes,
                               "--map: refine in passes, each on the map the previous one moved, until this many ran or "
                               "the moves stop (default " + std::to_string(sl::kDefaultPasses) + ")")
                   ->check(CLI::Range(1, 100));
     auto* t = sub->add_option("--pass-tolerance", p.tolerance,
                               "--map: metres; a pass whose moves average at most this is the last (default " +
-                                  [] {
-                                    char b[32];
-                                    std::snprintf(b, sizeof b, "%g m", sl::kDefaultPassTolerance);
-                                    return std::string(b);
-                                  }() + ")")
+                                  g(sl::kDefaultPassTolerance, " m") + ")")
                   ->check(CLI::NonNegativeNumber);
-    if (needs) n->needs(needs), t->needs(needs);
+    auto* k = sub->add_option("--pass-shrink", p.shrink,
+                              "--map: a " + g(sl::kShrinkStretch, " m") +
+                                  " stretch of line whose mean move in a pass is more than this times its mean move in "
+                                  "the pass before is held where that pass put it and moves no more (its moves stopped "
+                                  "shrinking: the model drifts or swings there); 0: off (default " +
+                                  g(sl::kDefaultPassShrink, "") + ")")
+                  ->check(CLI::NonNegativeNumber);
+    if (needs) n->needs(needs), t->needs(needs), k->needs(needs);
   };
   add_pass_options(infer, infer_map.passes, map_opt);
   auto add_gate_options = [](CLI::App* sub, sl::InferMapArgs& m, CLI::Option* needs) {

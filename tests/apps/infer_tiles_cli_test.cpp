@@ -181,6 +181,18 @@ TEST_F(InferTiles, EvaluateMapMeasuresTheFixedPointAndThePerturbedMapPassByPass)
   EXPECT_GT(perturbed[1], 0.1) << r.out;
   EXPECT_NE(r.out.find("stopped at the pass limit 2"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("line_thin"), std::string::npos) << "only the chosen category is measured\n" << r.out;
+  // The same rise each pass has not shrunk: with --pass-shrink 0.5 the second pass's rise is dropped
+  // (every curb stretch held at 0.25 m); the default 1 keeps it (above).
+  const auto held = sh("evaluate-map --checkpoint " + q(up) + " --truth " + q(data_ + "/lanelet2_map.osm") +
+                       " --tiles " + q(data_ + "/train/pointcloud_map") +
+                       " --categories curbstone --passes 2 --pass-tolerance 0 --pass-shrink 0.5");
+  ASSERT_EQ(held.code, 0) << held.err;
+  const std::vector<double> fixed_held = check_row(held.out, 0, "curbstone:high");
+  ASSERT_EQ(fixed_held.size(), 5u) << held.out;
+  EXPECT_NEAR(fixed_held[2], 0.25, 1e-3) << held.out;
+  EXPECT_NEAR(fixed_held[3], fixed_held[1], 1e-9) << held.out;
+  EXPECT_NE(held.out.find("held (their stretch's moves did not shrink: left where pass 1 put them)"), std::string::npos)
+      << held.out;
 
   const auto z = evaluate(zero);
   ASSERT_EQ(z.code, 0) << z.err;

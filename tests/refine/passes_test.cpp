@@ -110,6 +110,145 @@ TEST_F(PassesTest, ThePassesStopOnTheMeanMoveNotOnOneVertexThatKeepsMoving) {
   EXPECT_EQ(calls, 5);
 }
 
+// Per stretch of line the moves must shrink: a line the model pushes further every pass (a drift)
+// is held where the pass before put it, and its later proposals are dropped, while a converging one
+// goes on; the next pass sees the held line where it was held. Then random moves on random lines
+// against a plain loop of the rule.
+TEST_F(PassesTest, AStretchWhoseMovesStopShrinkingIsHeldWhereThePassBeforePutIt) {
+  const SharedMap m = map();
+  // The curb (x 0, 4, 10): stretches {0, 4} and {10}; the marking (x 0, 10): {0} and {10}.
+  const std::vector<std::vector<uint32_t>> st = shrink_stretches(m.map);
+  ASSERT_EQ(st.size(), 4u);
+  EXPECT_EQ(st[0], (std::vector<uint32_t>{m.map.lines[0].vertex[0], m.map.lines[0].vertex[1]}));
+  EXPECT_EQ(st[1], (std::vector<uint32_t>{m.map.lines[0].vertex[2]}));
+  const uint32_t mark = m.map.lines[1].vertex[0];
+  std::vector<double> seen_curb;
+  // The curb drifts in x by 0.02 m, 0.03 m, 0.045 m ...; the marking goes half way to y = 5399995.
+  const RefinePass drift = [&](const SharedMap& cur, int pass, MapRefineReport*) {
+    std::vector<Vec3d> d(cur.map.vertices.size(), Vec3d{0, 0, 0});
+    for (uint32_t v : cur.map.lines[0].vertex) d[v] = {0.02 * std::pow(1.5, pass - 1), 0, 0};
+    for (uint32_t v : cur.map.lines[1].vertex) d[v][1] = -0.5 * (cur.map.vertices[v].world[1] - 5399995.0);
+    seen_curb.push_back(cur.map.vertices[m.map.lines[0].vertex[0]].world[0] - m.map.vertices[m.map.lines[0].vertex[0]].world[0]);
+    return d;
+  };
+  std::vector<PassReport> passes;
+  const std::vector<Vec3d> d = refine_in_passes(m, PassOptions{4, 0.0, 1.0}, drift, &passes);
+  ASSERT_EQ(passes.size(), 4u);
+  // Pass 1 keeps its moves (nothing before them); pass 2's 0.03 > 1.0 x 0.02: the curb held at 0.02.
+  EXPECT_EQ(passes[0].held, 0);
+  EXPECT_EQ(passes[1].held, 3);
+  EXPECT_EQ(passes[1].held_total, 3);
+  EXPECT_EQ(passes[2].held, 0);
+  EXPECT_EQ(passes[3].held_total, 3);
+  EXPECT_EQ(passes[1].moved_vertices, 2);  // the marking's
+  for (uint32_t v : m.map.lines[0].vertex) {
+    EXPECT_NEAR(d[v][0], 0.02, 1e-12);
+    EXPECT_EQ(d[v][1], 0.0);
+  }
+  // (1e-9: the ulp of a UTM easting is 6e-11 m)
+  ASSERT_EQ(seen_curb.size(), 4u);
+  for (size_t k = 1; k < 4; ++k) EXPECT_NEAR(seen_curb[k], 0.02, 1e-9) << "pass " << k + 1;
+  EXPECT_NEAR(d[mark][1], -10 * 15.0 / 16, 1e-9);  // the marking as without the rule (10 m off)
+  const std::string text = to_text(passes, PassOptions{4, 0.0, 1.0});
+  EXPECT_NE(text.find("pass 2: 2 vertices moved"), std::string::npos) << text;
+  EXPECT_NE(text.find("3 held (their stretch's moves did not shrink: left where pass 1 put them)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("3 vertices held in all"), std::string::npos) << text;
+  // Off (0): every move kept, the drift included.
+  passes.clear();
+  const std::vector<Vec3d> off = refine_in_passes(m, PassOptions{4, 0.0, 0.0}, drift, &passes);
+  EXPECT_NEAR(off[m.map.lines[0].vertex[0]][0], 0.02 * (1 + 1.5 + 2.25 + 3.375), 1e-12);
+  for (const auto& p : passes) EXPECT_EQ(p.held, 0);
+  EXPECT_THROW(refine_in_passes(m, PassOptions{4, 0.0, -1.0}, drift, nullptr), Error);
+
+  // Random lines (3-40 vertices 0.5-6 m apart, some sharing a vertex) and random moves, against a
+  // plain loop of the rule, for several factors.
+  uint64_t state = 12345;
+  auto uniform = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return double(state >> 11) / double(1ull << 53);
+  };
+  for (int trial = 0; trial < 8; ++trial) {
+    VectorMap rm;
+    rm.path = "random";
+    for (int l = 0; l < 6; ++l) {
+      MapLine line;
+      line.id = l;
+      line.category = "curb";
+      const int count = 3 + int(uniform() * 38);
+      double x = 0;
+      for (int k = 0; k < count; ++k) {
+        x += 0.5 + 5.5 * uniform();
+        uint32_t v;
+        if (k == 0 && l > 0 && uniform() < 0.5) {  // starts where the line before ends
+          v = rm.lines.back().vertex.back();
+        } else {
+          v = uint32_t(rm.vertices.size());
+          MapVertex mv;
+          mv.world = {x, 10.0 * l, 0};
+          rm.vertices.push_back(mv);
+        }
+        line.vertex.push_back(v);
+        line.points.push_back(rm.vertices[v].world);
+      }
+      rm.lines.push_back(line);
+    }
+    const SharedMap sm = make_shared_map(rm);
+    const size_t nv = rm.vertices.size();
+    std::vector<std::vector<Vec3d>> proposals(6, std::vector<Vec3d>(nv));
+    for (auto& p : proposals)
+      for (auto& v : p)
+        v = uniform() < 0.2 ? Vec3d{0, 0, 0} : Vec3d{uniform() - 0.5, uniform() - 0.5, 0.1 * (uniform() - 0.5)};
+    const RefinePass given = [&](const SharedMap&, int pass, MapRefineReport*) { return proposals[size_t(pass - 1)]; };
+    // The reference's stretches: cut where the distance along the line from the stretch's start
+    // reaches 10 m.
+    std::vector<std::vector<uint32_t>> ref_st;
+    for (const auto& line : rm.lines) {
+      double start = 0, along = 0;
+      for (size_t k = 0; k < line.vertex.size(); ++k) {
+        if (k > 0) {
+          const Vec3d& a = line.points[k - 1];
+          const Vec3d& b = line.points[k];
+          along += std::sqrt((b[0] - a[0]) * (b[0] - a[0]) + (b[1] - a[1]) * (b[1] - a[1]) + (b[2] - a[2]) * (b[2] - a[2]));
+        }
+        if (k == 0 || along - start >= kShrinkStretch) ref_st.emplace_back(), start = along;
+        ref_st.back().push_back(line.vertex[k]);
+      }
+    }
+    ASSERT_EQ(shrink_stretches(rm), ref_st);
+    for (double shrink : {0.5, 0.9, 1.0, 1.5}) {
+      const std::vector<Vec3d> got = refine_in_passes(sm, PassOptions{6, 0.0, shrink}, given, nullptr);
+      std::vector<Vec3d> want(nv, Vec3d{0, 0, 0});
+      std::vector<double> last(ref_st.size(), 0);
+      std::vector<bool> held(nv, false);
+      for (const auto& p : proposals) {
+        std::vector<bool> hold_now(nv, false);
+        for (size_t s = 0; s < ref_st.size(); ++s) {
+          std::vector<double> free_moves;
+          for (uint32_t v : ref_st[s])
+            if (!held[v]) free_moves.push_back(std::sqrt(p[v][0] * p[v][0] + p[v][1] * p[v][1] + p[v][2] * p[v][2]));
+          if (free_moves.empty()) continue;
+          double mean = 0;
+          for (double x : free_moves) mean += x;
+          mean /= double(free_moves.size());
+          if (last[s] > 0 && mean > shrink * last[s])
+            for (uint32_t v : ref_st[s]) hold_now[v] = true;
+          else if (mean > 0)
+            last[s] = mean;
+        }
+        for (size_t v = 0; v < nv; ++v) {
+          if (hold_now[v]) held[v] = true;
+          if (held[v]) continue;
+          for (int c = 0; c < 3; ++c) want[v][c] += p[v][c];
+        }
+      }
+      for (size_t v = 0; v < nv; ++v)
+        for (int c = 0; c < 3; ++c)
+          EXPECT_NEAR(got[v][c], want[v][c], 1e-12) << "trial " << trial << " shrink " << shrink << " vertex " << v;
+    }
+  }
+}
+
 TEST_F(PassesTest, AMovedMapMovesVerticesAndLinePointsAndKeepsEverythingElse) {
   const SharedMap m = map();
   std::vector<Vec3d> d(m.map.vertices.size(), Vec3d{0, 0, 0});
