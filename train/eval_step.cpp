@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <rapidjson/document.h>
@@ -99,12 +100,20 @@ class EvalStep : public Stage {
     for (const auto& st : d["stages"].GetArray())
       if (st.IsObject() && st.HasMember("type") && st["type"].IsString()) types.push_back(st["type"].GetString());
     const std::vector<std::string> missing = missing_prepare_stages(trained, types);
-    if (missing.empty()) return;
+    if (!missing.empty()) {
+      std::string list;
+      for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
+      fail(where_, path + " was trained on samples prepared by stage(s) this pipeline lacks: " + list +
+                       "; add them (before \"batch\", in the checkpoint pipeline's order) so that the model is evaluated "
+                       "on input prepared as in training");
+    }
+    const PipelineSpec here = parse_recorded_pipeline(ctx.pipeline_json, "this pipeline");
+    const std::vector<std::string> differ = differing_prepare_params(trained, here);
+    if (differ.empty()) return;
     std::string list;
-    for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
-    fail(where_, path + " was trained on samples prepared by stage(s) this pipeline lacks: " + list +
-                     "; add them (before \"batch\", in the checkpoint pipeline's order) so that the model is evaluated on "
-                     "input prepared as in training");
+    for (const std::string& m : differ) list += (list.empty() ? "" : "; ") + m;
+    fail(where_, path + " was trained on samples prepared with other settings than this pipeline's: " + list +
+                     "; set them as in training so that the model is evaluated on input prepared as it was");
   }
   void process(Item in, const Position&, Emitter&, RunContext& ctx) override {
     const auto& b = std::get<std::shared_ptr<Batch>>(in);
@@ -221,6 +230,48 @@ std::vector<std::string> missing_prepare_stages(const PipelineSpec& trained, con
     missing.push_back(sb.GetString());
   }
   return missing;
+}
+
+std::vector<std::string> differing_prepare_params(const PipelineSpec& trained, const PipelineSpec& eval) {
+  std::vector<std::string> out;
+  std::map<std::string, int> seen_trained;
+  for (const auto& st : trained.stages) {
+    if (st.schema->infer != InferRole::Prepare) continue;
+    const int k = seen_trained[st.type]++;
+    const StageSpec* match = nullptr;
+    int seen = 0;
+    for (const auto& e : eval.stages)
+      if (e.type == st.type && seen++ == k) {
+        match = &e;
+        break;
+      }
+    if (!match) continue;  // missing_prepare_stages' business (or another type making the same keys)
+    // perturb_line prepares the line's points; its noise (sigmas, scales, target, seed) is what an
+    // evaluation chooses for itself (make_eval_pipeline sets scales to [1], the fixed point no noise).
+    const bool only_points = st.type == "perturb_line";
+    const rapidjson::Value& a = (*trained.doc)["stages"][rapidjson::SizeType(st.index)]["params"];
+    const rapidjson::Value& b = (*eval.doc)["stages"][rapidjson::SizeType(match->index)]["params"];
+    auto text = [](const rapidjson::Value* v) {
+      if (!v) return std::string("not set");
+      rapidjson::StringBuffer sb;
+      rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+      v->Accept(w);
+      return std::string(sb.GetString());
+    };
+    std::set<std::string> names;
+    for (const auto& m : a.GetObject()) names.insert(m.name.GetString());
+    for (const auto& m : b.GetObject()) names.insert(m.name.GetString());
+    for (const std::string& n : names) {
+      if (only_points && n != "points") continue;
+      const rapidjson::Value* x = a.HasMember(n.c_str()) ? &a[n.c_str()] : nullptr;
+      const rapidjson::Value* y = b.HasMember(n.c_str()) ? &b[n.c_str()] : nullptr;
+      if (x && y && *x == *y) continue;
+      if (!x && !y) continue;
+      out.push_back(st.type + " '" + st.id + "': " + n + " is " + text(x) + " in training, " + text(y) + " here (stage '" +
+                    match->id + "')");
+    }
+  }
+  return out;
 }
 
 std::string publish_live_model(const LineRefiner* m) {

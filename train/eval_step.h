@@ -32,6 +32,14 @@ std::string make_eval_pipeline(const std::string& pipeline_json, const std::stri
 // raw ones is wrong without a sign).
 std::vector<std::string> missing_prepare_stages(const PipelineSpec& trained, const std::vector<std::string>& eval_types);
 
+// The preparing stages of `trained` that `eval` has with the same type but other settings: the
+// k-th such stage of a type paired with eval's k-th of that type, their params compared with every
+// default filled in (perturb_line's `points` only: its noise is the evaluation's to choose). One
+// entry per differing param: "normalize_intensity 'intensity': quantile is
+// 0.95 in training, 0.9 here". eval_step refuses a checkpoint with any (a category list in another
+// order feeds the model another one-hot, a crop of another radius other points).
+std::vector<std::string> differing_prepare_params(const PipelineSpec& trained, const PipelineSpec& eval);
+
 // A model an in-process evaluation may read, under the key "live:<address>" (eval_step's
 // "model" param), until it is retracted.
 std::string publish_live_model(const LineRefiner* model);

@@ -44,6 +44,34 @@ TEST(EvalPrepare, TheShippedEvalPipelinesRepeatTheirTrainersPreparingStages) {
       << edges[1];
 }
 
+std::vector<std::string> differ(const std::string& train, const std::string& eval, const std::vector<std::string>& sets = {}) {
+  return differing_prepare_params(load_pipeline(std::string(SL_SOURCE_DIR) + "/pipelines/" + train),
+                                  load_pipeline(std::string(SL_SOURCE_DIR) + "/pipelines/" + eval, sets));
+}
+
+// Present is not enough: a preparing stage of the same type with other settings (a quantile, a radius,
+// the category list in another order) prepares other input; the shipped pairs agree in every param.
+TEST(EvalPrepare, APreparingStageWithOtherSettingsIsNamedParamByParam) {
+  EXPECT_EQ(differ("line_refine_train.json", "line_refine_eval.json"), std::vector<std::string>{});
+  EXPECT_EQ(differ("line_refine_train_local.json", "line_refine_eval_local.json"), std::vector<std::string>{});
+  EXPECT_EQ(differ("line_refine_train_map.json", "line_refine_eval_map.json"), std::vector<std::string>{});
+  EXPECT_EQ(differ("line_refine_train_tiles.json", "line_refine_eval_map.json"), std::vector<std::string>{});
+  EXPECT_EQ(differ("line_refine_train_edges.json", "line_refine_eval_edges.json"), std::vector<std::string>{});
+  const auto q = differ("line_refine_train_map.json", "line_refine_eval_map.json",
+                        {"intensity.quantile=0.9", "perturb.lateral_sigma=0.5", "perturb.points=16"});
+  ASSERT_EQ(q.size(), 2u);  // the perturbation's sigma is the evaluation's own; the line's points are not
+  EXPECT_EQ(q[0], "perturb_line 'perturb': points is 32 in training, 16 here (stage 'perturb')");
+  EXPECT_EQ(q[1], "normalize_intensity 'intensity': quantile is 0.95 in training, 0.9 here (stage 'intensity')");
+  const auto swapped = differ("line_refine_train_edges.json", "line_refine_eval_edges.json",
+                              {"category.categories=[\"curbstone:high\",\"road_border\",\"curbstone:low\",\"line_thin:solid\","
+                               "\"line_thin:dashed\",\"line_thin:solid_solid\",\"line_thin:dashed_solid\",\"line_thin:solid_dashed\","
+                               "\"line_thick:solid\",\"line_thick:dashed\",\"stop_line\"]"});
+  ASSERT_EQ(swapped.size(), 1u);
+  EXPECT_EQ(swapped[0].rfind("category_input 'category': categories is [\"road_border\",\"curbstone:high\",", 0), 0u)
+      << swapped[0];
+  EXPECT_NE(swapped[0].find(" in training, [\"curbstone:high\",\"road_border\","), std::string::npos) << swapped[0];
+}
+
 TEST(EvalPrepare, ACheckpointTrainedWithNormalizeIntensityIsRefusedByAnEvaluationWithoutIt) {
   test::TempDir dir;
   const std::string data = dir.path("d");
@@ -51,7 +79,9 @@ TEST(EvalPrepare, ACheckpointTrainedWithNormalizeIntensityIsRefusedByAnEvaluatio
   const std::string ckpt = dir.path("c.safetensors");
   test::write_constant_checkpoint(ckpt, {0, 0, 0});  // records line_refine_train_map.json: normalize_intensity
   const std::string eval = std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_eval_map.json";
-  const std::string sets = " --set scan.root=" + q(data + "/val") + " --set eval.model=" + q(ckpt);
+  // (prepared as the checkpoint records it: constant_model.h's small sizes)
+  const std::string sets = " --set scan.root=" + q(data + "/val") + " --set eval.model=" + q(ckpt) +
+                           " --set resample.points=64 --set perturb.points=8";
   auto shipped = run_cli(dir, "run " + q(eval) + sets);
   ASSERT_EQ(shipped.code, 0) << shipped.err;
   EXPECT_NE((shipped.out + shipped.err).find(" lines, mse "), std::string::npos) << shipped.out << shipped.err;
@@ -69,6 +99,14 @@ TEST(EvalPrepare, ACheckpointTrainedWithNormalizeIntensityIsRefusedByAnEvaluatio
             std::string::npos)
       << r.err;
   EXPECT_EQ((r.out + r.err).find(" lines, mse "), std::string::npos) << "nothing scored: " << r.out;
+  // With the stage but another quantile: refused, the param named with both values.
+  auto other = run_cli(dir, "run " + q(eval) + sets + " --set intensity.quantile=0.9");
+  EXPECT_NE(other.code, 0);
+  EXPECT_NE(other.err.find(ckpt + " was trained on samples prepared with other settings than this pipeline's: "
+                                  "normalize_intensity 'intensity': quantile is 0.95 in training, 0.9 here"),
+            std::string::npos)
+      << other.err;
+  EXPECT_EQ((other.out + other.err).find(" lines, mse "), std::string::npos) << "nothing scored: " << other.out;
 }
 
 }  // namespace
