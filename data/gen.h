@@ -61,6 +61,7 @@
 #include "geometry/rng.h"
 #include "graph/message.h"
 #include "formats/clouds/formats.h"
+#include "formats/maps/vector_map.h"
 
 namespace sl {
 
@@ -176,8 +177,13 @@ DatasetEvidence generate_dataset(const std::string& root, const GenConfig& cfg);
 // root/map.osm or root/map.geojson, holding every scene's lines, all in UTM (zone cfg.utm_zone,
 // north; cfg.offset, or kMapOffset when that is {0, 0, 0}):
 //  - Lanelet2 (as JOSM and Lanelet2's writer write it): nodes with lat/lon from the inverse UTM
-//    projection (11 decimals, about 1 micrometre) and `ele` (exact: the shortest text of the double); no local_x/local_y, which in
-//    Autoware maps mean an MGRS square's frame, not UTM. Markings are ways type=line_thin with
+//    projection (11 decimals, about 1 micrometre) and `ele` (exact: the shortest text of the double).
+//    Its frame, as Autoware's map loader reads it (formats/maps/lanelet2.h): clouds that declare their
+//    CRS (LAS with cfg.crs) give it to the lat/lon map; clouds that declare none (PCD, PLY, the raw
+//    binaries, LAS without cfg.crs) would leave it in Autoware's default, MGRS, while they are in full
+//    UTM, so then the map is written as Vector Map Builder writes a local map: every node lat="" lon=""
+//    with its UTM easting/northing (exact) in local_x/local_y tags, which Autoware's rule reads as its
+//    Local frame with or without a map_projector_info.yaml (none is written). Markings are ways type=line_thin with
 //    subtype solid or dashed, curbs type=curbstone subtype=high (realistic edges: each line's category
 //    as type and subtype; road_border and stop_line have no subtype tag). Every line is two ways that share the
 //    node where they meet (maps split lines where lanelets end), and each lane is two lanelet
@@ -185,11 +191,16 @@ DatasetEvidence generate_dataset(const std::string& root, const GenConfig& cfg);
 //    edge line gets none).
 //  - GeoJSON (RFC 7946): one LineString feature per line, [lon, lat, z] in the shortest text that
 //    reads back exactly, properties type, subtype (where there is one) and scene.
-// Read with projection utm (what `auto` picks for lat/lon) the lines come back in the clouds' frame,
-// each on its own scene, to about a micrometre.
+// Read with projection auto and the clouds' CRS, or the YAML (or with projection utm) the lines come
+// back in the clouds' frame, each on its own scene, to about a micrometre.
 DatasetEvidence generate_map_dataset(const std::string& root, const GenConfig& cfg);  // generate_dataset calls it when cfg.map is set
 std::array<double, 3> scene_offset(const GenConfig& cfg, int split, int index);  // world position of a scene's sensor frame
 std::string map_path(const std::string& root, const GenConfig& cfg);             // root/map.osm or root/map.geojson (tiled: lanelet2_map.osm)
+// How the pipelines and infer read the map a map dataset at `root` holds (the map and the first
+// split's clouds written): projection auto with the CRS the clouds declare (latlon_crs_spec over the
+// first scene's cloud, or the split's tiles), as read_map_lines, map_tiles and infer do; a map read
+// alone (inspect) has none and, in lat/lon, stays in Autoware's default (formats/maps/lanelet2.h).
+MapReadOptions map_read_options(const std::string& root, const GenConfig& cfg);
 
 // A tiled map dataset (cfg.map set, cfg.tile_size > 0; generate_map_dataset calls it): the same scenes
 // on the same UTM grid, their points (world coordinates) cut into tiles of cfg.tile_size metres on the

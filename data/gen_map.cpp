@@ -14,6 +14,7 @@
 #include "formats/clouds/formats.h"
 #include "formats/maps/map_numbers.h"
 #include "formats/maps/projection.h"
+#include "formats/tiles/clouds_frame.h"
 #include "formats/tiles/tile_set.h"
 
 namespace sl {
@@ -49,7 +50,9 @@ std::array<double, 3> world_of(const SceneLines& s, const std::array<float, 3>& 
   return {double(p[0]) + s.offset[0], double(p[1]) + s.offset[1], double(p[2]) + s.offset[2]};
 }
 
-std::string lanelet2_text(const std::vector<SceneLines>& scenes, const Projection& utm) {
+// local_tags: each node as Vector Map Builder writes one, lat="" lon="" and its UTM easting/northing in
+// local_x/local_y (Autoware's Local frame; gen.h says when).
+std::string lanelet2_text(const std::vector<SceneLines>& scenes, const Projection& utm, bool local_tags) {
   std::string nodes, ways, relations;
   int64_t next_id = 1;
   // Node ids first (every vertex, the shared middle one once per line), then ways, then relations:
@@ -65,9 +68,13 @@ std::string lanelet2_text(const std::vector<SceneLines>& scenes, const Projectio
         const auto w = world_of(scenes[s], p);
         const auto ll = utm.inverse(w[0], w[1]);
         ids.push_back(next_id);
-        nodes += "  <node id=\"" + std::to_string(next_id++) + "\" version=\"1\" lat=\"" + format_degrees(ll[0]) +
-                 "\" lon=\"" + format_degrees(ll[1]) + "\">\n    <tag k=\"ele\" v=\"" + format_shortest(w[2]) +
-                 "\"/>\n  </node>\n";
+        nodes += "  <node id=\"" + std::to_string(next_id++) + "\" version=\"1\" lat=\"" +
+                 (local_tags ? std::string() : format_degrees(ll[0])) + "\" lon=\"" +
+                 (local_tags ? std::string() : format_degrees(ll[1])) + "\">\n";
+        if (local_tags)
+          nodes += "    <tag k=\"local_x\" v=\"" + format_shortest(w[0]) + "\"/>\n    <tag k=\"local_y\" v=\"" +
+                   format_shortest(w[1]) + "\"/>\n";
+        nodes += "    <tag k=\"ele\" v=\"" + format_shortest(w[2]) + "\"/>\n  </node>\n";
       }
       node_ids[s].push_back(std::move(ids));
     }
@@ -158,6 +165,9 @@ struct MapSetup {
   const CloudFormat* format = nullptr;
   Projection utm;
   std::vector<Job> jobs;
+  // A Lanelet2 map over clouds that declare no CRS: in lat/lon, Autoware's rule would read it in MGRS,
+  // the clouds being in full UTM; so it is written in the local frame (gen.h: generate_map_dataset).
+  bool local_frame = false;
 };
 MapSetup map_setup(const std::string& root, const GenConfig& cfg) {
   if (cfg.map != "lanelet2" && cfg.map != "geojson")
@@ -171,7 +181,14 @@ MapSetup map_setup(const std::string& root, const GenConfig& cfg) {
   spec.hemisphere = "north";
   m.utm = Projection::make(spec, std::nullopt, "gen-data --utm-zone");
   m.jobs = map_jobs(cfg, m.utm);
+  m.local_frame = cfg.map == "lanelet2" && (!m.format->write_crs || cfg.crs.empty());
   return m;
+}
+
+// The map: Lanelet2 (local tags with MapSetup::local_frame) or GeoJSON.
+void write_map(const std::string& root, const GenConfig& cfg, const MapSetup& setup, const std::vector<SceneLines>& scenes) {
+  write_file_atomic(map_path(root, cfg), cfg.map == "lanelet2" ? lanelet2_text(scenes, setup.utm, setup.local_frame)
+                                                               : geojson_text(scenes, setup.utm));
 }
 
 }  // namespace
@@ -179,6 +196,20 @@ MapSetup map_setup(const std::string& root, const GenConfig& cfg) {
 std::string map_path(const std::string& root, const GenConfig& cfg) {
   const char* osm = cfg.tile_size > 0 ? "lanelet2_map.osm" : "map.osm";  // a tiled map: Autoware's name
   return (std::filesystem::path(root) / (cfg.map == "geojson" ? "map.geojson" : osm)).string();
+}
+
+MapReadOptions map_read_options(const std::string& root, const GenConfig& cfg) {
+  MapReadOptions o;
+  const int split = cfg.train_scenes > 0 ? 0 : 1;
+  if (cfg.tile_size > 0) {
+    o.projection = latlon_crs_spec(o.projection, clouds_frame(scan_tiles(tile_dir(root, split), cfg.cloud_format, "gen-data")));
+  } else if (cfg.train_scenes + cfg.val_scenes > 0) {
+    const CloudFormat& f = cloud_format(cfg.cloud_format, root);
+    const std::string cloud =
+        (std::filesystem::path(root) / (split == 0 ? "train" : "val") / ("scene_0000" + f.extension)).string();
+    o.projection = latlon_crs_spec(o.projection, clouds_frame({cloud}, "gen-data"));
+  }
+  return o;
 }
 
 std::string tile_dir(const std::string& root, int split) {
@@ -199,7 +230,6 @@ DatasetEvidence generate_map_dataset(const std::string& root, const GenConfig& c
   if (cfg.tile_size > 0) return generate_tiled_map_dataset(root, cfg).evidence;
   const MapSetup setup = map_setup(root, cfg);
   const CloudFormat& format = *setup.format;
-  const Projection& utm = setup.utm;
   const std::vector<Job>& jobs = setup.jobs;
   for (const char* split : {"train", "val"}) {
     std::error_code ec;
@@ -219,7 +249,7 @@ DatasetEvidence generate_map_dataset(const std::string& root, const GenConfig& c
     write_cloud(format, root + "/" + split + "/" + name + format.extension, sc.cloud, cfg.crs);
     scenes[j] = {split + "/" + name, sc.cloud.origin, std::move(sc.lines), std::move(sc.line_subtype)};
   });
-  write_file_atomic(map_path(root, cfg), cfg.map == "lanelet2" ? lanelet2_text(scenes, utm) : geojson_text(scenes, utm));
+  write_map(root, cfg, setup, scenes);
   DatasetEvidence out;
   for (size_t j = 0; j < jobs.size(); ++j) out.split[jobs[j].split] += evidence[j];
   return out;
@@ -235,7 +265,6 @@ TileCounts generate_tiled_map_dataset(const std::string& root, const GenConfig& 
     fail("gen-data --tile-size", "a tile's side is 1 to 10000 m, not " + exact_number(cfg.tile_size));
   const MapSetup setup = map_setup(root, cfg);
   const CloudFormat& format = *setup.format;
-  const Projection& utm = setup.utm;
   const std::vector<Job>& jobs = setup.jobs;
   std::vector<SyntheticScene> made(jobs.size());
   std::vector<EvidenceReport> evidence(jobs.size());
@@ -307,7 +336,7 @@ TileCounts generate_tiled_map_dataset(const std::string& root, const GenConfig& 
     scenes[j] = {std::string(jobs[j].split == 0 ? "train/" : "val/") + name, made[j].cloud.origin, std::move(made[j].lines),
                  std::move(made[j].line_subtype)};
   }
-  write_file_atomic(map_path(root, cfg), cfg.map == "lanelet2" ? lanelet2_text(scenes, utm) : geojson_text(scenes, utm));
+  write_map(root, cfg, setup, scenes);
   return counts;
 }
 

@@ -453,6 +453,7 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
                                      : "the file's coordinates in " + map.file_crs.describe();
     if (projected_file) map.projection = map.file_crs;
     map.coordinates_as_is = true;
+    map.frame_reason = spec.kind == "local" ? "--projection local" : "the file's \"crs\" member";
   } else {
     latlon.resize(r.verts.size());
     double lat0 = 90, lat1 = -90, lon0 = 180, lon1 = -180;
@@ -480,7 +481,15 @@ VectorMap parse_geojson(const std::string& text, const std::string& path, const 
       map.frame_reason = "coordinates in lon/lat; " + s.latlon_reason;
       s = latlon_spec(s);
     }
-    if (s.kind == "auto") s.kind = "utm";
+    if (s.kind == "auto") {
+      // Not Autoware's format: no MGRS default (lanelet2.h). GIS tools write lon/lat for maps whose
+      // clouds are in UTM (mapping LAS), so the UTM zone of the map's centre.
+      s.kind = "utm";
+      map.frame_reason = "coordinates in lon/lat (RFC 7946) and no CRS from the clouds: UTM zone of the map's centre "
+                         "(GeoJSON is not Autoware's: no MGRS default)";
+    } else if (map.frame_reason.empty()) {
+      map.frame_reason = "--projection " + s.kind;
+    }
     if (!centre && !s.has_origin() && s.kind != "crs") {
       map.frame = "none (the file has no lines)";
     } else {

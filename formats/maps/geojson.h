@@ -29,7 +29,10 @@
 // in metres, and then the coordinates are already projected. Other names are errors (free-form
 // names would send PROJ searching).
 // The world frame by ProjectionSpec::kind:
-//   auto   a projected crs: the file's coordinates as they are (exact); else utm of lon/lat;
+//   auto   a projected crs: the file's coordinates as they are (exact); else lon/lat projected to the
+//          clouds' declared CRS (ProjectionSpec::latlon_epsg), else to utm of the map's centre. Not
+//          Autoware's rule (MGRS without a map_projector_info.yaml, lanelet2.h): GeoJSON is no
+//          Autoware format, and a lon/lat GeoJSON from GIS tools goes with clouds in UTM;
 //   local  the coordinates as they are, whatever the file says (projected data with no crs member);
 //   utm / mgrs / transverse_mercator / crs: lon/lat projected; a projected file is first brought
 //          to lon/lat through its own crs.

@@ -411,18 +411,16 @@ VectorMap parse_lanelet2(const std::string& text, const std::string& path, const
     } else if (any_local) {
       spec.kind = "mgrs";
       map.frame_reason = "no map_projector_info.yaml: Autoware's default, MGRS, in the square of the map's centre";
+    } else if (spec.latlon_epsg != 0) {
+      // lat/lon only, and clouds that declare their CRS (formats/tiles/clouds_frame.h): the clouds say
+      // which frame the map must be in; Autoware's default would put it in another.
+      map.frame_reason = "no map_projector_info.yaml and no local_x/local_y tags; " + spec.latlon_reason;
+      spec = latlon_spec(spec);
     } else {
-      // A lat/lon-only map (JOSM, gen-data): Autoware would assume MGRS too, whose coordinates repeat
-      // every 100 km; such maps go with clouds in full UTM (mapping LAS), so UTM is kept here.
-      if (spec.latlon_epsg != 0) {  // the clouds' declared CRS (formats/tiles/clouds_frame.h)
-        map.frame_reason = "no map_projector_info.yaml and no local_x/local_y tags; " + spec.latlon_reason;
-        spec = latlon_spec(spec);
-      } else {
-        spec.kind = "utm";
-        map.frame_reason = "no map_projector_info.yaml and no local_x/local_y tags: UTM zone of the map's centre "
-                           "(Autoware would assume MGRS: give --projection mgrs or a map_projector_info.yaml for an "
-                           "Autoware point-cloud map)";
-      }
+      // lat/lon only (JOSM): Autoware's default too; clouds in full UTM need their CRS or --projection utm.
+      spec.kind = "mgrs";
+      map.frame_reason = "no map_projector_info.yaml, no local_x/local_y tags and no CRS from the clouds: Autoware's "
+                         "default, MGRS, in the square of the map's centre (for clouds in UTM: --projection utm)";
     }
   }
   std::optional<std::array<double, 2>> centre;

@@ -14,11 +14,17 @@
 //   2. an Autoware map_projector_info.yaml: MapReadOptions::projector_info, else the one beside the
 //      map (projector_info.h): Local -> local; MGRS, LocalCartesianUTM, LocalCartesian,
 //      TransverseMercator -> that projection for lat/lon, the local tags where present (in that frame);
-//   3. none (Autoware's map_projection_loader without the YAML): every node's lat/lon 0, empty or
-//      absent -> local; else MGRS in the square of the map's centre when the map has local_x/local_y
-//      tags (they are in that frame; local when no line node has lat/lon to place the square by); a map of lat/lon only (JOSM, gen-data) -> UTM of its centre,
-//      where Autoware would assume MGRS: such maps go with clouds in full UTM. VectorMap::frame_reason
-//      says which rule chose the frame.
+//   3. none: Autoware's map_projection_loader without the YAML (load_info_from_lanelet2_map): every
+//      node's lat/lon 0, empty or absent -> local (Autoware's Local); else MGRS in the square of the
+//      map's centre, the local_x/local_y tags where present (they are in that frame; local when no line
+//      node has lat/lon to place the square by). Autoware takes the square of the last node its loader
+//      projects (the largest id): the same square for a map inside one; over two squares its MGRS
+//      projector wraps each node into its own square (and warns), which no choice here reproduces, so
+//      the centre's square is taken and the coordinates continue across its edge (projection.h).
+//      One exception, before Autoware's rule: a map of lat/lon only (no local tags; JOSM) read with
+//      clouds that declare a projected CRS (LAS) takes that CRS (ProjectionSpec::latlon_epsg,
+//      formats/tiles/clouds_frame.h), where MGRS could never match them.
+//   VectorMap::frame_reason says which rule chose the frame, and why.
 // local: local_x/local_y, required on every line node. A projection: lat/lon nodes projected,
 // local_x/local_y where present.
 // Where a node has both local tags and lat/lon in a projection (Autoware itself ignores the tags then

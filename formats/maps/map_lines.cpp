@@ -207,9 +207,9 @@ ParamSpec projection_param() {
       "projection",
       {p_string("kind", "auto",
                 "the map's world frame: auto (Lanelet2: projector_info, else the map_projector_info.yaml beside "
-                "the map, else Autoware's rule: local when every lat/lon is 0 or empty, MGRS when the map has "
-                "local_x/local_y tags, UTM for lat/lon only; GeoJSON: a projected crs member's own coordinates, "
-                "else utm; a map in lat/lon takes the projected CRS its clouds declare), utm, mgrs (Autoware's local_x/local_y frame), transverse_mercator, "
+                "the map, else Autoware's rule: local when every lat/lon is 0 or empty, else MGRS; GeoJSON: a "
+                "projected crs member's own coordinates, else utm; a map of lat/lon only takes the projected CRS "
+                "its clouds declare), utm, mgrs (Autoware's local_x/local_y frame), transverse_mercator, "
                 "local_cartesian_utm, local_cartesian, crs, local (the file's own coordinates); it must be the "
                 "clouds' frame",
                 projection_kinds()),

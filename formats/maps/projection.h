@@ -28,8 +28,12 @@
 //   crs                  any projected CRS PROJ knows, in metres (`crs`: "EPSG:25832", a WKT or PROJ string).
 //   local                no projection: the file's own metric coordinates (Lanelet2: `local_x`/`local_y`
 //                        tags on every node; GeoJSON: coordinates taken as they are).
-//   auto                 per format (lanelet2.h, geojson.h): the file's local coordinates when it has
-//                        them, else utm (or the clouds' CRS: latlon_epsg below).
+//   auto                 per format. Lanelet2 (lanelet2.h), as Autoware's map_projection_loader: the
+//                        map_projector_info.yaml beside the map; without one, local when every node's
+//                        lat/lon is 0, else mgrs (the square of the map's centre) -- a map of lat/lon
+//                        only takes the clouds' declared CRS instead (latlon_epsg below). GeoJSON
+//                        (geojson.h; no Autoware format): its "crs" member's coordinates, else lon/lat in
+//                        the clouds' CRS, else utm.
 // Heights pass through unchanged (`ele` / the third GeoJSON coordinate) in every kind but
 // local_cartesian: no vertical datum change (Autoware's map loader makes none either: the
 // vertical_datum of map_projector_info.yaml is for its GNSS heights, not the map's).
@@ -58,9 +62,9 @@ struct ProjectionSpec {
   // beside the map, if any: formats/maps/projector_info.h). Other kinds override it.
   std::string projector_info;
   // kind auto, a map in lat/lon only (Lanelet2 without a projector file or local tags, GeoJSON without
-  // a "crs" member): this projected CRS's EPSG code (326zz/327zz: that UTM zone) instead of the UTM zone
-  // of the map's centre, with the reason the map's frame_reason gives: the clouds' declared CRS
-  // (formats/tiles/clouds_frame.h). 0: none.
+  // a "crs" member): this projected CRS's EPSG code (326zz/327zz: that UTM zone) instead of the default
+  // (Lanelet2: Autoware's MGRS; GeoJSON: the UTM zone of the map's centre), with the reason the map's
+  // frame_reason gives: the clouds' declared CRS (formats/tiles/clouds_frame.h). 0: none.
   int latlon_epsg = 0;
   std::string latlon_reason;
   bool has_origin() const { return std::isfinite(origin_lat) && std::isfinite(origin_lon); }

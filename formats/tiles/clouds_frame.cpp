@@ -78,11 +78,15 @@ void check_map_frame(const SharedMap& m, const CloudsFrame& clouds, const std::s
   if (!mb.empty() && !tb.empty() && !mb.intersects(tb)) {
     // The likely cause: the projector info the map was read with, where it was read with one.
     const bool by_yaml = map.frame_reason.rfind("map_projector_info.yaml (", 0) == 0;
+    // Autoware's MGRS default (lanelet2.h) over clouds in full UTM that declare no CRS (PCD).
+    const bool by_default = map.frame_reason.find("Autoware's default, MGRS") != std::string::npos;
     fail(where, "the map's lines and the clouds do not overlap at all: " + map_side + "; " + cloud_side +
                     ". The two are in different frames (" +
-                    (by_yaml ? "a wrong mgrs_grid or map_origin in the map_projector_info.yaml, or clouds in "
-                               "another frame than the one it names?)"
-                             : "a wrong UTM zone, a local map over projected clouds?)"));
+                    (by_yaml      ? "a wrong mgrs_grid or map_origin in the map_projector_info.yaml, or clouds in "
+                                    "another frame than the one it names?)"
+                     : by_default ? "clouds in full UTM under a map read in Autoware's MGRS default? Give --projection "
+                                    "utm, or the map_projector_info.yaml of the frame the clouds are in)"
+                                  : "a wrong UTM zone, a local map over projected clouds?)"));
   }
 }
 

@@ -9,6 +9,8 @@
 // A map read in lat/lon (a Lanelet2 map with no map_projector_info.yaml and no local tags, a GeoJSON
 // map without a "crs" member) takes the clouds' projected CRS when they declare one
 // (latlon_crs_spec): LAS in EPSG:32632 -> the map in UTM zone 32N, and the map's frame_reason says so.
+// This wins over the format's default for lat/lon (Lanelet2: Autoware's MGRS; GeoJSON: UTM of the
+// map's centre), which a map read with PCD clouds (no CRS) keeps.
 #pragma once
 #include <string>
 #include <vector>

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <regex>
 
 #include "graph/atomic_file.h"
 #include "formats/clouds/las.h"
@@ -82,12 +83,87 @@ TEST_F(MapFrameCli, AMapOffTheCloudsStopsEvenWhenTheCloudDeclaresNoCrs) {
   const auto r = run_cli(dir, "infer --checkpoint " + q(ckpt) + " --cloud " + q(far) + " --map " + q(data + "/map.osm") +
                                   " --out " + q(out));
   EXPECT_EQ(r.code, 1) << r.err;
+  // The cloud declares no CRS: the lat/lon map stays in Autoware's default, MGRS, and the error says
+  // what a user with clouds in full UTM is likely to need.
   EXPECT_NE(r.err.find("infer --map: the map's lines and the clouds do not overlap at all: the map " + data +
-                       "/map.osm is in UTM zone 32N (EPSG:32632)"),
+                       "/map.osm is in MGRS square 32U"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("(no map_projector_info.yaml, no local_x/local_y tags and no CRS from the clouds: Autoware's default, "
+                       "MGRS, in the square of the map's centre (for clouds in UTM: --projection utm))"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("the cloud " + far + " declares no CRS, its box x [519"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(clouds in full UTM under a map read in Autoware's MGRS default? Give --projection utm"),
+            std::string::npos)
+      << r.err;
   EXPECT_FALSE(fs::exists(out));
+  // With --projection utm the map is in the clouds' frame, 20 km off them: the other hint.
+  const auto u = run_cli(dir, "infer --checkpoint " + q(ckpt) + " --cloud " + q(far) + " --map " + q(data + "/map.osm") +
+                                  " --projection utm --out " + q(out));
+  EXPECT_EQ(u.code, 1) << u.err;
+  EXPECT_NE(u.err.find("/map.osm is in UTM zone 32N (EPSG:32632) (--projection utm)"), std::string::npos) << u.err;
+  EXPECT_NE(u.err.find("(a wrong UTM zone, a local map over projected clouds?)"), std::string::npos) << u.err;
+}
+
+// A lat/lon map read alone (no clouds to give a CRS), without a map_projector_info.yaml: Autoware's
+// default, MGRS, and inspect says which frame and why.
+TEST_F(MapFrameCli, InspectReadsALatLonMapAloneInAutowaresMgrsAndSaysWhy) {
+  const auto r = run_cli(dir, "inspect " + q(data + "/map.osm"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("world frame: MGRS square 32U"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  chosen by: no map_projector_info.yaml, no local_x/local_y tags and no CRS from the clouds: "
+                       "Autoware's default, MGRS, in the square of the map's centre (for clouds in UTM: --projection utm)\n"),
+            std::string::npos)
+      << r.out;
+  const auto u = run_cli(dir, "inspect " + q(data + "/map.osm") + " --projection utm");
+  ASSERT_EQ(u.code, 0) << u.err;
+  EXPECT_NE(u.out.find("world frame: UTM zone 32N (EPSG:32632)\n  chosen by: --projection utm\n"), std::string::npos) << u.out;
+}
+
+// gen-data's map datasets pair with their clouds with no flags, whatever the cloud format: LAS declares
+// its CRS, which the lat/lon map takes; clouds that declare none (PCD) get a Lanelet2 map as Vector Map
+// Builder writes one, lat="" lon="" and local tags in UTM, Autoware's Local by its own rule (its
+// default for lat/lon, MGRS, would put the map 5,400 km from them); a GeoJSON map in lon/lat is read
+// in UTM (no Autoware format).
+TEST_F(MapFrameCli, GenDataMapsPairWithTheirCloudsInEveryCloudFormat) {
+  struct Case {
+    const char *format, *map, *ext, *map_file, *reason;
+    bool local;  // the map in local tags
+  };
+  const Case cases[] = {
+      {"las", "lanelet2", ".las", "map.osm", "chosen by: no map_projector_info.yaml and no local_x/local_y tags; a map in lat/lon takes the clouds' CRS", false},
+      {"pcd", "lanelet2", ".pcd", "map.osm",
+       "local_x/local_y tags; chosen by: no map_projector_info.yaml and every node's lat/lon is 0 or empty: Autoware's "
+       "Local projector", true},
+      {"las", "geojson", ".las", "map.geojson", "chosen by: coordinates in lon/lat; a map in lat/lon takes the clouds' CRS", false},
+      {"pcd", "geojson", ".pcd", "map.geojson",
+       "UTM zone 32N (EPSG:32632); chosen by: coordinates in lon/lat (RFC 7946) and no CRS from the clouds: UTM zone of the "
+       "map's centre", false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.format) + " + " + c.map);
+    const std::string d = dir.path(std::string("g_") + c.format + "_" + c.map);
+    ASSERT_EQ(run_cli(dir, "gen-data " + q(d) + " --format " + c.format + " --map " + c.map + " --train 0 --val 1").code, 0);
+    EXPECT_FALSE(fs::exists(d + "/map_projector_info.yaml"));
+    if (c.local) {
+      const std::string osm = read_file(d + "/map.osm");
+      EXPECT_NE(osm.find("<node id=\"1\" version=\"1\" lat=\"\" lon=\"\">\n    <tag k=\"local_x\" v=\"499"), std::string::npos)
+          << osm.substr(0, 400);  // UTM eastings (the first scene at E 500000)
+      EXPECT_EQ(osm.find(" lat=\"4"), std::string::npos);
+    } else if (std::string(c.map) == "lanelet2") {
+      EXPECT_EQ(read_file(d + "/map.osm").find("local_x"), std::string::npos);
+    }
+    const std::string out = d + "/refined_" + c.map_file;
+    const auto r = run_cli(dir, "infer --checkpoint " + q(ckpt) + " --cloud " + q(d + "/val/scene_0000" + c.ext) + " --map " +
+                                    q(d + "/" + c.map_file) + " --out " + q(out) + " --passes 1");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find(c.reason), std::string::npos) << r.err;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.err, m, std::regex("(\\d+) of (\\d+) piece\\(s\\) refined, (\\d+) vertices move"))) << r.err;
+    EXPECT_GT(std::stoi(m[1]), 0) << r.err;
+    EXPECT_GT(std::stoi(m[3]), 0) << r.err;
+  }
 }
 
 TEST_F(MapFrameCli, ALatLonMapTakesTheCloudsCrsAndIsRefinedInIt) {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "data/gen.h"
+#include "formats/maps/projection.h"
 #include "graph/atomic_file.h"
 #include "formats/clouds/formats.h"
 #include "refine/refine_map.h"
@@ -23,10 +24,12 @@ TEST(GenMapOsmium, LibosmiumReadsTheMapAndTheRefinedMapWithOnlyTheCurbNodesMoved
   GenConfig g = test::tiny_dataset(31, 1, 1);
   g.cloud_format = "las";
   g.map = "lanelet2";
+  g.crs.epsg = 32632;  // as gen-data declares it: the map in lat/lon (without a CRS it is in local tags, lat="")
+  g.crs.wkt = projected_crs_wkt(32632, "test").wkt;
   generate_dataset(tmp.path("ds"), g);
   const std::string text = read_file(tmp.path("ds/map.osm"));
   const test::OsmiumMap o = test::read_with_osmium(text);
-  const auto shared = load_map_shared(tmp.path("ds/map.osm"), {});
+  const auto shared = load_map_shared(tmp.path("ds/map.osm"), map_read_options(tmp.path("ds"), g));  // in the LAS files' CRS
   const VectorMap& m = shared->map;
   EXPECT_EQ(int64_t(o.nodes.size()), m.counts.at("nodes"));
   EXPECT_EQ(int64_t(o.ways.size()), int64_t(m.lines.size()));

@@ -13,6 +13,7 @@
 #include "graph/error.h"
 #include "formats/clouds/formats.h"
 #include "formats/maps/map_lines.h"
+#include "formats/maps/projection.h"
 #include "tests/formats/clouds/io_test_util.h"
 #include "tests/train/tiny_dataset.h"
 
@@ -21,10 +22,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-GenConfig map_config(const std::string& map, const std::string& format = "las") {
+// `crs`: the LAS files declare EPSG:32632, as gen-data declares it with a map; without, they declare none.
+GenConfig map_config(const std::string& map, const std::string& format = "las", bool crs = true) {
   GenConfig g = test::tiny_dataset(31, 3, 2);
   g.cloud_format = format;
   g.map = map;
+  if (crs) {
+    g.crs.epsg = 32632;
+    g.crs.wkt = projected_crs_wkt(32632, "test").wkt;
+  }
   return g;
 }
 
@@ -36,8 +42,10 @@ TEST(GenMap, Lanelet2MapHoldsEveryScenesLinesOnItsOwnCloudAsTwoWaysSharingANode)
   EXPECT_TRUE(fs::exists(tmp.path("ds/train/scene_0002.las")));
   EXPECT_TRUE(fs::exists(tmp.path("ds/val/scene_0001.las")));
   EXPECT_FALSE(fs::exists(tmp.path("ds/train/scene_0000.json")));
-  const SharedMap m = make_shared_map(read_vector_map(tmp.path("ds/map.osm")));
+  // As the pipelines read it: in the clouds' declared CRS (alone, it would be Autoware's MGRS).
+  const SharedMap m = make_shared_map(read_vector_map(tmp.path("ds/map.osm"), map_read_options(tmp.path("ds"), g)));
   EXPECT_EQ(m.map.frame, "UTM zone 32N (EPSG:32632)");
+  EXPECT_EQ(read_vector_map(tmp.path("ds/map.osm")).frame.rfind("MGRS square 32U", 0), 0u);
   const MapSummary sum = summarize(m.map);
   int64_t lines = 0, lanes = 0;
   std::set<std::string> subtypes;
@@ -84,6 +92,29 @@ TEST(GenMap, Lanelet2MapHoldsEveryScenesLinesOnItsOwnCloudAsTwoWaysSharingANode)
   EXPECT_EQ(scene_offset(g, 0, 0), (std::array<double, 3>{500000, 5400000, 0}));
   EXPECT_EQ(scene_offset(g, 0, 2), (std::array<double, 3>{500800, 5400000, 0}));
   EXPECT_EQ(scene_offset(g, 1, 0), (std::array<double, 3>{500000, 5400400, 0}));
+}
+
+// Clouds that declare no CRS (here LAS without one; PCD alike): the map is written as Vector Map Builder
+// writes a local map (lat="" lon="", the UTM easting/northing in local_x/local_y), which Autoware's rule
+// reads in its Local frame: the same vertices, exactly, as the lat/lon map read in the clouds' CRS.
+TEST(GenMap, OverCloudsWithoutACrsTheLanelet2MapIsInLocalTagsInUtm) {
+  test::TempDir tmp;
+  const GenConfig with = map_config("lanelet2"), without = map_config("lanelet2", "las", false);
+  generate_dataset(tmp.path("a"), with);
+  generate_dataset(tmp.path("b"), without);
+  const std::string text = read_file(tmp.path("b/map.osm"));
+  EXPECT_EQ(text.find(" lat=\"4"), std::string::npos);
+  EXPECT_NE(text.find("<node id=\"1\" version=\"1\" lat=\"\" lon=\"\">\n    <tag k=\"local_x\" v=\""), std::string::npos);
+  EXPECT_FALSE(fs::exists(tmp.path("b/map_projector_info.yaml")));
+  const VectorMap a = read_vector_map(tmp.path("a/map.osm"), map_read_options(tmp.path("a"), with));
+  const VectorMap b = read_vector_map(tmp.path("b/map.osm"), map_read_options(tmp.path("b"), without));
+  EXPECT_EQ(b.frame, "local_x/local_y tags");
+  EXPECT_EQ(b.frame_reason, "no map_projector_info.yaml and every node's lat/lon is 0 or empty: Autoware's Local projector");
+  ASSERT_EQ(a.vertices.size(), b.vertices.size());
+  double worst = 0;
+  for (size_t v = 0; v < a.vertices.size(); ++v)
+    for (int k = 0; k < 3; ++k) worst = std::max(worst, std::fabs(a.vertices[v].world[k] - b.vertices[v].world[k]));
+  EXPECT_LT(worst, 1e-5);  // lat/lon's 11 decimals (~1 um) against the exact tags
 }
 
 TEST(GenMap, GeoJsonMapIsOneLonLatFeaturePerLineAndTheBytesDependOnlyOnTheConfig) {

@@ -212,6 +212,14 @@ PointCloud flat_cloud() {
   return c;
 }
 
+// The maps here are in lat/lon over a cloud in full UTM that declares no CRS: read in UTM (alone, a
+// Lanelet2 map in lat/lon is in Autoware's default, MGRS: formats/maps/lanelet2.h).
+MapReadOptions in_utm() {
+  MapReadOptions o;
+  o.projection.kind = "utm";
+  return o;
+}
+
 struct Refined {
   std::vector<Vec3d> d;
   MapRefineReport report;
@@ -223,7 +231,7 @@ Refined refine(const test::TempDir& tmp, const std::string& map_file, const std:
   const std::string ckpt = tmp.path("constant.safetensors");
   test::write_constant_checkpoint(ckpt, offset);
   Refined r;
-  r.map = load_map_shared(map_file, {});
+  r.map = load_map_shared(map_file, in_utm());
   const PointCloud cloud = flat_cloud();
   MapRefineOptions o;
   o.categories = categories;
@@ -355,7 +363,7 @@ TEST(RefineMap, ASidewaysOffsetMovesEachWayToItsLeftAndTheSharedCornerByTheMean)
     }
     // The written map read back: the moved positions, to the micrometre lat/lon keep.
     write_vector_map(tmp.path("out_" + name), m, r.d);
-    const VectorMap back = read_vector_map(tmp.path("out_" + name));
+    const VectorMap back = read_vector_map(tmp.path("out_" + name), in_utm());
     ASSERT_EQ(back.vertices.size(), m.vertices.size());
     for (size_t v = 0; v < m.vertices.size(); ++v)
       for (int c = 0; c < 3; ++c)

@@ -175,22 +175,34 @@ TEST(Lanelet2, SyntheticMapsReadEveryTypedWayWithItsNodesIdsAndPositions) {
   }
 }
 
-TEST(Lanelet2, LatLonOnlyMapsProjectToUtmOfTheirCentreByDefault) {
+// Without a map_projector_info.yaml or clouds that declare a CRS, a lat/lon-only map is in Autoware's
+// default, MGRS, in the square of its centre: UTM minus that square's corner, the same metres.
+TEST(Lanelet2, LatLonOnlyMapsReadInAutowaresMgrsOfTheirCentreByDefault) {
   const test::SynthOsm s = test::synthetic_lanelet2(7, Projection(), 0);
   const VectorMap m = parse_lanelet2(s.text, "latlon.osm");
-  EXPECT_EQ(m.frame, "UTM zone 32N (EPSG:32632)");
+  EXPECT_EQ(m.frame.rfind("MGRS square 32U", 0), 0u) << m.frame;
+  EXPECT_NE(m.frame_reason.find("no CRS from the clouds: Autoware's default, MGRS"), std::string::npos) << m.frame_reason;
   ProjectionSpec utm;
   utm.kind = "utm";
   utm.utm_zone = 32;
   utm.hemisphere = "north";
   const Projection p = Projection::make(utm, std::nullopt, "test");
+  const MgrsSquare sq = parse_mgrs_square(m.frame.substr(12, 5), "test");
   for (size_t v = 0; v < m.vertices.size(); ++v) {
     const VertexSource& src = m.vertex_source[v];
     const auto q = p.forward(src.lat, src.lon);
-    EXPECT_EQ(m.vertices[v].world[0], q[0]);
-    EXPECT_EQ(m.vertices[v].world[1], q[1]);
+    EXPECT_NEAR(m.vertices[v].world[0], q[0] - sq.e0, 1e-6);
+    EXPECT_NEAR(m.vertices[v].world[1], q[1] - sq.n0, 1e-6);
     EXPECT_GT(q[0], 4e5);
     EXPECT_GT(q[1], 5.4e6);
+  }
+  // --projection utm (or the clouds' CRS): the UTM zone of the centre, full eastings/northings.
+  const VectorMap u = parse_lanelet2(s.text, "latlon.osm", with("utm"));
+  EXPECT_EQ(u.frame, "UTM zone 32N (EPSG:32632)");
+  for (size_t v = 0; v < u.vertices.size(); ++v) {
+    const auto q = p.forward(u.vertex_source[v].lat, u.vertex_source[v].lon);
+    EXPECT_EQ(u.vertices[v].world[0], q[0]);
+    EXPECT_EQ(u.vertices[v].world[1], q[1]);
   }
 }
 
@@ -319,7 +331,8 @@ TEST(Lanelet2, NegativeIdsJosmNewElementsAndSelfClosingNodesWork) {
                            "<node id=\"-6\" lat=\"-33.9001\" lon=\"151.2002\"/>\n"
                            "<way id='-7' action='modify'><nd ref='-5'/><nd ref='-6'/><tag k='type' v='stop_line'/></way>\n</osm>";
   const VectorMap m = parse_lanelet2(text, "josm.osm");
-  EXPECT_EQ(m.frame, "UTM zone 56S (EPSG:32756)");
+  EXPECT_EQ(m.frame.rfind("MGRS square 56H", 0), 0u) << m.frame;  // Autoware's default, south of the equator
+  EXPECT_NE(m.frame.find("(UTM zone 56S (EPSG:32756) minus E "), std::string::npos) << m.frame;
   ASSERT_EQ(m.lines.size(), 1u);
   EXPECT_EQ(m.lines[0].id, -7);
   EXPECT_EQ(m.vertices[0].id, -5);

@@ -248,6 +248,65 @@ TEST(MapFolder, WithoutAYamlAutowaresRuleChoosesMgrsForTaggedMapsAndLocalForZero
   EXPECT_EQ(o.frame_reason, "no map_projector_info.yaml and no line node has lat/lon: the local_x/local_y tags");
 }
 
+// A map of lat/lon only (as JOSM writes it) without a YAML: Autoware's loader assumes MGRS for it too
+// (load_info_from_lanelet2_map: MGRS unless every lat/lon is 0), in the square it projects into. The
+// worked example is Autoware's own test map (fixtures/autoware_mgrs_test_map.osm) with its local tags
+// taken out: its lat/lon still give the tags' values, (100, 100) and the rest, in 54SUE.
+TEST(MapFolder, WithoutAYamlALatLonOnlyMapReadsInAutowaresMgrsAndTheCloudsCrsStillWins) {
+  std::string text = read_file(std::string(SL_SOURCE_DIR) + "/tests/formats/maps/fixtures/autoware_mgrs_test_map.osm");
+  const VectorMap tagged = parse_lanelet2(text, "tagged.osm");
+  for (const char* k : {"local_x", "local_y"})
+    for (size_t at; (at = text.find(std::string("    <tag k=\"") + k)) != std::string::npos;)
+      text.erase(at, text.find('\n', at) + 1 - at);
+  ASSERT_EQ(text.find("local_"), std::string::npos);
+  const VectorMap m = parse_lanelet2(text, "latlon.osm");
+  EXPECT_EQ(m.frame, "MGRS square 54SUE (UTM zone 54N (EPSG:32654) minus E 300000 N 3900000)");
+  EXPECT_EQ(m.frame_reason,
+            "no map_projector_info.yaml, no local_x/local_y tags and no CRS from the clouds: Autoware's default, MGRS, "
+            "in the square of the map's centre (for clouds in UTM: --projection utm)");
+  ASSERT_EQ(m.vertices.size(), tagged.vertices.size());
+  for (size_t v = 0; v < m.vertices.size(); ++v) {
+    // VMB wrote the tags to 0.1 mm from the same lat/lon (11 decimals: ~1 um).
+    EXPECT_NEAR(m.vertices[v].world[0], tagged.vertices[v].world[0], 1e-3) << "node " << m.vertices[v].id;
+    EXPECT_NEAR(m.vertices[v].world[1], tagged.vertices[v].world[1], 1e-3) << "node " << m.vertices[v].id;
+    EXPECT_EQ(m.vertices[v].world[2], 100);
+  }
+  EXPECT_NEAR(m.lines[0].points[1][0], 100, 1e-3);  // node 1: local_x 100, local_y 100 in Autoware's file
+  EXPECT_NEAR(m.lines[0].points[1][1], 100, 1e-3);
+
+  // Clouds that declare a projected CRS give it to the lat/lon map (formats/tiles/clouds_frame.h).
+  MapReadOptions o;
+  o.projection.latlon_epsg = 32654;
+  o.projection.latlon_reason = "a map in lat/lon takes the clouds' CRS: a.las declares EPSG:32654";
+  const VectorMap c = parse_lanelet2(text, "latlon.osm", o);
+  EXPECT_EQ(c.frame, "UTM zone 54N (EPSG:32654)");
+  EXPECT_EQ(c.frame_reason,
+            "no map_projector_info.yaml and no local_x/local_y tags; a map in lat/lon takes the clouds' CRS: a.las declares "
+            "EPSG:32654");
+  EXPECT_NEAR(c.lines[0].points[1][0], 300100, 1e-3);
+  EXPECT_NEAR(c.lines[0].points[1][1], 3900100, 1e-3);
+  // --projection decides over both.
+  MapReadOptions u;
+  u.projection.kind = "utm";
+  EXPECT_EQ(parse_lanelet2(text, "latlon.osm", u).frame_reason, "--projection utm");
+  // A map folder's YAML too (Local needs the tags this map has not: the error names the YAML).
+  test::TempDir dir;
+  const std::string path = dir.write("lanelet2_map.osm", text);
+  dir.write("map_projector_info.yaml", "projector_type: MGRS\nvertical_datum: WGS84\nmgrs_grid: 54SUE\n");
+  EXPECT_EQ(read_lanelet2(path).frame_reason.rfind("map_projector_info.yaml (", 0), 0u);
+
+  // Every lat/lon 0 and the local tags: Autoware's Local, whatever else.
+  std::string zero = read_file(std::string(SL_SOURCE_DIR) + "/tests/formats/maps/fixtures/autoware_mgrs_test_map.osm");
+  for (size_t at; (at = zero.find(" lat=\"35.")) != std::string::npos;) {
+    const size_t lon_end = zero.find('"', zero.find(" lon=\"", at) + 6);
+    zero.replace(at, lon_end + 1 - at, " lat=\"0\" lon=\"0\"");
+  }
+  const VectorMap z = parse_lanelet2(zero, "zero.osm", o);  // a cloud CRS changes nothing: the map has its frame
+  EXPECT_EQ(z.frame, "local_x/local_y tags");
+  EXPECT_EQ(z.frame_reason, "no map_projector_info.yaml and every node's lat/lon is 0 or empty: Autoware's Local projector");
+  EXPECT_EQ(z.lines[0].points[1], (Vec3d{100, 100, 100}));
+}
+
 // Autoware's LocalCartesian: z is the tangent plane's up from lat, lon and ele, not ele; a move of
 // (x, y, z) writes the lat, lon and ele that give the moved point.
 TEST(MapFolder, LocalCartesianMapsHaveTheTangentPlanesZAndWriteBackInverts) {

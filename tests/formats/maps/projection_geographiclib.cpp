@@ -16,6 +16,8 @@
 #include <cstdio>
 #include <random>
 
+#include "formats/maps/lanelet2.h"
+#include "formats/maps/map_numbers.h"
 #include "formats/maps/projection.h"
 
 namespace sl {
@@ -210,6 +212,76 @@ TEST(ProjectionGeographicLib, MgrsGridProjectionAgreesInsideItsSquare) {
   }
   EXPECT_GT(inside, 500);
   std::printf("MGRS (mgrs_grid): largest difference to GeographicLib %.3g m over %d points\n", worst, inside);
+}
+
+// A Lanelet2 map of lat/lon only with no map_projector_info.yaml, read as Autoware's loader reads it
+// (load_info_from_lanelet2_map: MGRS, in the square its MGRSProjector projects into): each node as
+// Autoware's MGRSProjector places it, from GeographicLib, to 1 mm, and the frame names that square.
+// The map's nodes are the random points that lie in the origin's square (Autoware's projector wraps
+// outside it; ours continues: projection.h), two to a way.
+TEST(ProjectionGeographicLib, ALatLonLanelet2MapWithoutAYamlReadsInAutowaresMgrsToAMillimetre) {
+  double worst = 0;
+  int checked = 0;
+  for (const Origin& o : kOrigins) {
+    int zone = 0;
+    bool north = true;
+    double x = 0, y = 0;
+    GeographicLib::UTMUPS::Forward(o.lat, o.lon, zone, north, x, y);
+    std::string grid;
+    GeographicLib::MGRS::Forward(zone, north, x, y, o.lat, 0, grid);
+    struct Node {
+      double lat, lon, e, n;  // lat/lon as written (11 decimals); GeographicLib's UTM of them
+    };
+    std::vector<Node> nodes;
+    double lat0 = 90, lat1 = -90, lon0 = 180, lon1 = -180;
+    for_points(o, 11, [&](double lat, double lon, double) {
+      lat = std::stod(format_degrees(lat)), lon = std::stod(format_degrees(lon));
+      int z = 0;
+      bool n = true;
+      double px = 0, py = 0;
+      GeographicLib::UTMUPS::Forward(lat, lon, z, n, px, py);
+      std::string g;
+      GeographicLib::MGRS::Forward(z, n, px, py, lat, 0, g);
+      if (g != grid) return;
+      nodes.push_back({lat, lon, px, py});
+      lat0 = std::min(lat0, lat), lat1 = std::max(lat1, lat), lon0 = std::min(lon0, lon), lon1 = std::max(lon1, lon);
+    });
+    if (nodes.size() % 2) nodes.pop_back();
+    ASSERT_GT(nodes.size(), 50u) << o.name;
+    // The square of the map's centre, as GeographicLib gives it: the origin's (the points fill it around the origin).
+    int cz = 0;
+    bool cn = true;
+    double cx = 0, cy = 0;
+    std::string centre_grid;
+    GeographicLib::UTMUPS::Forward(0.5 * (lat0 + lat1), 0.5 * (lon0 + lon1), cz, cn, cx, cy);
+    GeographicLib::MGRS::Forward(cz, cn, cx, cy, 0.5 * (lat0 + lat1), 0, centre_grid);
+    ASSERT_EQ(centre_grid, grid) << o.name;
+
+    std::string osm = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<osm version=\"0.6\">\n";
+    for (size_t i = 0; i < nodes.size(); ++i)
+      osm += "  <node id=\"" + std::to_string(i + 1) + "\" lat=\"" + format_degrees(nodes[i].lat) + "\" lon=\"" +
+             format_degrees(nodes[i].lon) + "\"><tag k=\"ele\" v=\"3.5\"/></node>\n";
+    for (size_t i = 0; i < nodes.size(); i += 2)
+      osm += "  <way id=\"" + std::to_string(100000 + i) + "\"><nd ref=\"" + std::to_string(i + 1) + "\"/><nd ref=\"" +
+             std::to_string(i + 2) + "\"/><tag k=\"type\" v=\"line_thin\"/></way>\n";
+    osm += "</osm>\n";
+    const VectorMap m = parse_lanelet2(osm, std::string("no_yaml_") + o.name + ".osm");
+    EXPECT_EQ(m.frame.rfind("MGRS square " + grid + " ", 0), 0u) << o.name << ": " << m.frame;
+    EXPECT_NE(m.frame_reason.find("Autoware's default, MGRS"), std::string::npos) << m.frame_reason;
+    ASSERT_EQ(m.vertices.size(), nodes.size()) << o.name;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const Vec3d& w = m.vertices[i].world;
+      ASSERT_EQ(m.vertices[i].id, int64_t(i + 1));
+      // Autoware's MGRSProjector::forward: fmod of GeographicLib's UTM easting/northing by 100 km.
+      const double d = std::hypot(w[0] - std::fmod(nodes[i].e, 1e5), w[1] - std::fmod(nodes[i].n, 1e5));
+      worst = std::max(worst, d);
+      ++checked;
+      ASSERT_LT(d, 1e-3) << o.name << " node " << i + 1 << " at " << nodes[i].lat << ", " << nodes[i].lon;
+      EXPECT_EQ(w[2], 3.5);  // the height as written (Autoware's projector keeps ele)
+    }
+  }
+  EXPECT_GT(checked, 500);
+  std::printf("MGRS (no YAML, lat/lon map): largest difference to GeographicLib %.3g m over %d nodes\n", worst, checked);
 }
 
 }  // namespace

@@ -73,11 +73,19 @@ std::map<std::string, int64_t> lines_per_category(const VectorMap& m) {
   return n;
 }
 
+// Every file in UTM: a Lanelet2 map of lat/lon alone reads in Autoware's MGRS by default, a GeoJSON
+// one in UTM (lanelet2.h, geojson.h); the conversions are compared in one frame.
+MapReadOptions in_utm() {
+  MapReadOptions o;
+  o.projection.kind = "utm";
+  return o;
+}
+
 TEST(OtherToolsMaps, EachFileReadsTheSourcesLinesToAMillimetre) {
   for (const Fixture& f : kFixtures) {
     SCOPED_TRACE(f.file);
-    const VectorMap src = read_vector_map(kDir + f.source);
-    const VectorMap m = read_vector_map(kDir + f.file);
+    const VectorMap src = read_vector_map(kDir + f.source, in_utm());
+    const VectorMap m = read_vector_map(kDir + f.file, in_utm());
     EXPECT_EQ(m.frame.find("UTM zone 32N (EPSG:32632)") != std::string::npos, true) << m.frame;
     EXPECT_EQ(lines_per_category(m), lines_per_category(src));
     ASSERT_EQ(m.lines.size(), src.lines.size());
@@ -102,8 +110,8 @@ TEST(OtherToolsMaps, EachFileReadsTheSourcesLinesToAMillimetre) {
 // GDAL's OSM driver puts a relation's member ways into a GeometryCollection (its other_relations
 // layer): each LineString member is a line, identified by feature and member index.
 TEST(OtherToolsMaps, GdalsLaneletRelationsAreGeometryCollectionsWhoseMembersAreLines) {
-  const VectorMap src = read_vector_map(kDir + "source.osm");
-  const VectorMap m = read_vector_map(kDir + "gdal_osm_relations.geojson");
+  const VectorMap src = read_vector_map(kDir + "source.osm", in_utm());
+  const VectorMap m = read_vector_map(kDir + "gdal_osm_relations.geojson", in_utm());
   ASSERT_EQ(m.lines.size(), 8u);  // 4 lanelets, a left and a right way each
   const Fixture f{"", "", 7, false};
   for (size_t i = 0; i < m.lines.size(); ++i) {

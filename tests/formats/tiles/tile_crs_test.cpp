@@ -37,8 +37,9 @@ std::string write_tiles(const test::TempDir& dir, uint16_t epsg, uint16_t second
   return folder;
 }
 
-// A lat/lon map (JOSM-style) with one line at UTM zone 32N easting e0..e0+100, northing 5400000.
-std::shared_ptr<const SharedMap> map_at(const test::TempDir& dir, double e0) {
+// A lat/lon map (JOSM-style) with one line at UTM zone 32N easting e0..e0+100, northing 5400000, read
+// with projection `kind` (auto: Autoware's MGRS, no clouds' CRS being given here).
+std::shared_ptr<const SharedMap> map_at(const test::TempDir& dir, double e0, const std::string& kind = "utm") {
   ProjectionSpec s;
   s.kind = "utm", s.utm_zone = 32, s.hemisphere = "north";
   const Projection utm = Projection::make(s, std::nullopt, "test");
@@ -47,7 +48,9 @@ std::shared_ptr<const SharedMap> map_at(const test::TempDir& dir, double e0) {
                                                     "' lon='" + format_degrees(a[1]) + "'/>\n<node id='2' lat='" +
                                                     format_degrees(b[0]) + "' lon='" + format_degrees(b[1]) +
                                                     "'/>\n<way id='3'><nd ref='1'/><nd ref='2'/><tag k='type' v='curbstone'/></way>\n</osm>\n");
-  return std::make_shared<const SharedMap>(make_shared_map(read_vector_map(path)));
+  MapReadOptions o;
+  o.projection.kind = kind;
+  return std::make_shared<const SharedMap>(make_shared_map(read_vector_map(path, o)));
 }
 
 std::string error_of(const SharedMap& m, const TileSet& t) {
@@ -68,7 +71,7 @@ TEST(TileCrs, TilesInAnotherUtmZoneThanTheMapStopWithBothFramesAndBoxes) {
   EXPECT_EQ(map->map.frame, "UTM zone 32N (EPSG:32632)");
   const std::string e = error_of(*map, tiles);
   EXPECT_NE(e.find("infer --map --tiles: the map and the clouds are in different frames: the map " + dir.path("map.osm") +
-                   " is in UTM zone 32N (EPSG:32632) (no map_projector_info.yaml and no local_x/local_y tags"),
+                   " is in UTM zone 32N (EPSG:32632) (--projection utm)"),
             std::string::npos)
       << e;
   EXPECT_NE(e.find("its lines' box x [499950.0, 500050.0], y [5400000.0, 5400000.0]"), std::string::npos) << e;
@@ -91,6 +94,15 @@ TEST(TileCrs, TheSameFrameOverlappingPassesAndBoxesApartStopWithOrWithoutACrs) {
   e = error_of(*map_at(none, 510000), tiles);
   EXPECT_NE(e.find("do not overlap at all"), std::string::npos) << e;
   EXPECT_NE(e.find("declare no CRS"), std::string::npos) << e;
+  // The map read alone in Autoware's default, MGRS, over tiles in full UTM that declare nothing: no
+  // overlap, and the error says what is likely wrong.
+  e = error_of(*map_at(none, 499950, "auto"), tiles);
+  EXPECT_NE(e.find("is in MGRS square 32U"), std::string::npos) << e;
+  EXPECT_NE(e.find("do not overlap at all"), std::string::npos) << e;
+  EXPECT_NE(e.find("(clouds in full UTM under a map read in Autoware's MGRS default? Give --projection utm, or the "
+                   "map_projector_info.yaml of the frame the clouds are in)"),
+            std::string::npos)
+      << e;
 }
 
 // The frames' codes check_map_frame compares: UTM's own, none for offset frames, whatever projection

@@ -16,6 +16,7 @@
 
 #include "data/gen.h"
 #include "dataset/sample_cache.h"
+#include "formats/maps/projection.h"
 #include "graph/atomic_file.h"
 #include "graph/engine.h"
 #include "graph/error.h"
@@ -111,6 +112,8 @@ std::string map_lines_dataset(const test::TempDir& tmp) {
   GenConfig g = test::tiny_dataset(23, 3, 0);
   g.cloud_format = "las";
   g.map = "lanelet2";
+  g.crs.epsg = 32632;  // as gen-data declares it; without a CRS the map would be written in local tags (data/gen.h)
+  g.crs.wkt = projected_crs_wkt(32632, "test").wkt;
   const std::string root = tmp.path("ds");
   generate_dataset(root, g);
   fs::create_directories(root + "/autoware");
