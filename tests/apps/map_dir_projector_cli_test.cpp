@@ -13,6 +13,10 @@
 // The checkpoint predicts 5 cm up for every line point (tests/train/constant_model.h), so a refined
 // vertex is known to move by exactly (0, 0, 0.05) in the folder's frame.
 //
+// The same folder with its point-cloud map as tiles in Autoware's dynamic map loading layout
+// (pointcloud_map/ with a PCD per 20 m cell of the frame, pointcloud_map_metadata.yaml beside it listing
+// each tile's cell) is refined as the one-file folder is, with the same checks.
+//
 // Then, per type: the folder in frame is refined (pieces refined > 0, every moved vertex moved by
 // (0, 0, 0.05) when the written map is read back in the folder's frame, untouched nodes and every
 // other line of the file byte-identical, the other files copied as they are); and a folder whose
@@ -36,6 +40,7 @@
 #include "formats/maps/map_numbers.h"
 #include "formats/maps/projection.h"
 #include "formats/maps/projector_info.h"
+#include "formats/tiles/tile_set.h"
 #include "graph/atomic_file.h"
 #include "tests/apps/cli_util.h"
 #include "tests/train/constant_model.h"
@@ -54,6 +59,7 @@ constexpr std::array<double, 3> kOffset{512300, 5412700, 0};
 // Local's frame: UTM minus this corner (a map maker's local frame, metres).
 constexpr double kLocalE0 = 512000, kLocalN0 = 5412000;
 constexpr float kUp = 0.05f;  // the checkpoint's offset: every refined vertex rises by 5 cm
+constexpr double kTile = 20;  // m: the tiled folders' cells (the scene spans ~160 m: dozens of tiles)
 
 struct Projector {
   const char* name;      // projector_type
@@ -111,8 +117,11 @@ class MapDirProjectorCli : public ::testing::TestWithParam<Projector> {
   }
 
   // Writes FOLDER (lanelet2_map.osm, map_projector_info.yaml `yaml`, pointcloud_map.pcd) in the frame
-  // of `p` and returns the map's text; `local_tags` false: lat/lon and ele only.
-  std::string write_folder(const Projector& p, const std::string& folder, const std::string& yaml, bool local_tags) {
+  // of `p` and returns the map's text; `local_tags` false: lat/lon and ele only. `tiled`: the
+  // point-cloud map as pointcloud_map/ tiles of kTile metres in the frame, with
+  // pointcloud_map_metadata.yaml, instead of pointcloud_map.pcd.
+  std::string write_folder(const Projector& p, const std::string& folder, const std::string& yaml, bool local_tags,
+                           bool tiled = false) {
     fs::create_directories(folder);
     write_file_atomic(folder + "/map_projector_info.yaml", yaml);
     const Projection from_utm = Projection::make(utm, std::nullopt, "utm");
@@ -130,7 +139,10 @@ class MapDirProjectorCli : public ::testing::TestWithParam<Projector> {
                               in.origin[2] + in.columns[2][i]);
       for (int k = 0; k < 3; ++k) c.columns[k][i] = float(w[k] - c.origin[k]);
     }
-    write_pcd(folder + "/pointcloud_map.pcd", c, PcdDataMode::Binary);
+    if (tiled)
+      write_tiles(c, folder);
+    else
+      write_pcd(folder + "/pointcloud_map.pcd", c, PcdDataMode::Binary);
 
     // The map: gen-data's lines, each node placed in the frame, its lat/lon/ele from the rounded tags.
     MapReadOptions ro;
@@ -164,34 +176,121 @@ class MapDirProjectorCli : public ::testing::TestWithParam<Projector> {
     return s;
   }
 
+  // `c` cut into the cells of kTile metres its points fall in (world = origin + column, as
+  // write_pcd writes them): FOLDER/pointcloud_map/<x_min>_<y_min>.pcd and
+  // FOLDER/pointcloud_map_metadata.yaml, as Autoware's dynamic map loading lays them out.
+  static void write_tiles(const PointCloud& c, const std::string& folder) {
+    std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> cells;
+    for (size_t i = 0; i < c.size(); ++i) {
+      const double x = c.origin[0] + c.columns[0][i], y = c.origin[1] + c.columns[1][i];
+      cells[{int64_t(std::floor(x / kTile)), int64_t(std::floor(y / kTile))}].push_back(i);
+    }
+    fs::create_directories(folder + "/pointcloud_map");
+    TileMetadata md{kTile, kTile, {}};
+    for (const auto& [cell, points] : cells) {
+      const double x0 = double(cell.first) * kTile, y0 = double(cell.second) * kTile;
+      PointCloud t;
+      t.fields = c.fields;
+      t.origin = {x0, y0, c.origin[2]};
+      t.columns.assign(c.columns.size(), {});
+      for (size_t i : points)
+        for (size_t k = 0; k < c.columns.size(); ++k)
+          t.columns[k].push_back(k < 3 ? float(c.origin[k] + double(c.columns[k][i]) - t.origin[k]) : c.columns[k][i]);
+      md.cells.push_back({format_shortest(x0) + "_" + format_shortest(y0) + ".pcd", x0, y0, 0});
+      write_pcd(folder + "/pointcloud_map/" + md.cells.back().name, t, PcdDataMode::Binary);
+    }
+    write_file_atomic(folder + "/" + kAutowareMetadataName, tile_metadata_text(md));
+  }
+
+  // The refined folder OUT against FOLDER (its map's text `map`): every file but the map as it was,
+  // untouched nodes and every non-node line byte-identical, each moved node's start tag gaining
+  // action="modify", and, read back in the folder's frame, each moved vertex risen by kUp and no
+  // other vertex moved. Returns how many nodes moved.
+  size_t expect_refined_in_frame(const Projector& p, const std::string& folder, const std::string& out,
+                                 const std::string& map) const {
+    // The same layout: the map refined, the other files as they were (the review layer added).
+    std::set<std::string> in_files, out_files;
+    for (const auto& e : fs::recursive_directory_iterator(folder)) in_files.insert(fs::relative(e.path(), folder).string());
+    for (const auto& e : fs::recursive_directory_iterator(out)) out_files.insert(fs::relative(e.path(), out).string());
+    std::set<std::string> expected = in_files;
+    expected.insert({"lanelet2_map.review.geojson", "lanelet2_map.review.html"});
+    EXPECT_EQ(out_files, expected);
+    for (const std::string& f : in_files) {
+      if (f == "lanelet2_map.osm" || !fs::is_regular_file(folder + "/" + f)) continue;
+      EXPECT_EQ(read_file(out + "/" + f), read_file(folder + "/" + f)) << f;
+    }
+
+    // Write-back: untouched nodes and every non-node line byte-identical; a moved node's start tag gains
+    // action="modify" and keeps its id.
+    const std::string written = read_file(out + "/lanelet2_map.osm");
+    std::string rest_in, rest_out;
+    const auto a = node_blocks(map, &rest_in), b = node_blocks(written, &rest_out);
+    EXPECT_EQ(rest_out, rest_in);
+    EXPECT_EQ(a.size(), b.size());
+    size_t moved = 0;
+    for (const auto& [id, block] : a) {
+      if (!b.count(id)) continue;
+      const std::string& w = b.at(id);
+      if (w.find(" action=\"modify\">") == std::string::npos) {
+        EXPECT_EQ(w, block) << "node " << id;
+        continue;
+      }
+      ++moved;
+      EXPECT_EQ(w.substr(0, w.find('"', 12)), block.substr(0, block.find('"', 12))) << w;
+      // LocalCartesian's up is the origin's: 5 cm up there, kilometres away, is ~15 um sideways on the
+      // ellipsoid, written as lat/lon (local_cartesian's write-back, lanelet2.h). Elsewhere a z move
+      // leaves lat/lon (Local: lat="" lon="") as written.
+      if (std::string(p.name) != "LocalCartesian") {
+        EXPECT_EQ(w.substr(0, w.find('>')), block.substr(0, block.find('>')) + " action=\"modify\"") << p.name;
+      }
+    }
+
+    // Read back in the folder's frame (its YAML beside the written map): each moved vertex rose by 5 cm
+    // there, no other vertex moved.
+    const VectorMap before = read_lanelet2(folder + "/lanelet2_map.osm"), after = read_lanelet2(out + "/lanelet2_map.osm");
+    EXPECT_EQ(before.vertices.size(), after.vertices.size());
+    size_t risen = 0;
+    for (size_t i = 0; i < std::min(before.vertices.size(), after.vertices.size()); ++i) {
+      const Vec3d& v0 = before.vertices[i].world;
+      const Vec3d& v1 = after.vertices[i].world;
+      if (v0[0] == v1[0] && v0[1] == v1[1] && v0[2] == v1[2]) continue;
+      ++risen;
+      EXPECT_NEAR(v1[0], v0[0], 1e-3) << "node " << before.vertices[i].id;
+      EXPECT_NEAR(v1[1], v0[1], 1e-3) << "node " << before.vertices[i].id;
+      EXPECT_NEAR(v1[2] - v0[2], kUp, 1e-3) << "node " << before.vertices[i].id;
+    }
+    EXPECT_EQ(risen, moved);
+    return moved;
+  }
+
+  // Each node's block of a Lanelet2 file ("  <node id=..." to its "  </node>"), by id; `rest` gets
+  // every other line, in order.
+  static std::map<std::string, std::string> node_blocks(const std::string& text, std::string* rest) {
+    std::map<std::string, std::string> blocks;
+    std::istringstream in(text);
+    std::string line, id, block;
+    while (std::getline(in, line)) {
+      if (line.rfind("  <node id=\"", 0) == 0) {
+        id = line.substr(12, line.find('"', 12) - 12);
+        block.clear();
+      }
+      if (id.empty()) {
+        *rest += line + "\n";
+        continue;
+      }
+      block += line + "\n";
+      if (line == "  </node>") {
+        blocks[id] = block;
+        id.clear();
+      }
+    }
+    return blocks;
+  }
+
   test::TempDir dir;
   ProjectionSpec utm;
   std::string ckpt;
 };
-
-// Each node's block of a Lanelet2 file ("  <node id=..." to its "  </node>"), by id; `rest` gets
-// every other line, in order.
-std::map<std::string, std::string> node_blocks(const std::string& text, std::string* rest) {
-  std::map<std::string, std::string> blocks;
-  std::istringstream in(text);
-  std::string line, id, block;
-  while (std::getline(in, line)) {
-    if (line.rfind("  <node id=\"", 0) == 0) {
-      id = line.substr(12, line.find('"', 12) - 12);
-      block.clear();
-    }
-    if (id.empty()) {
-      *rest += line + "\n";
-      continue;
-    }
-    block += line + "\n";
-    if (line == "  </node>") {
-      blocks[id] = block;
-      id.clear();
-    }
-  }
-  return blocks;
-}
 
 TEST_P(MapDirProjectorCli, RefinesAFolderWithItsCloudInTheProjectorsFrameAndKeepsUntouchedNodes) {
   const Projector& p = GetParam();
@@ -211,56 +310,30 @@ TEST_P(MapDirProjectorCli, RefinesAFolderWithItsCloudInTheProjectorsFrameAndKeep
             std::string::npos)
       << r.err;
 
-  // The same layout: the map refined, the other files as they were (the review layer added).
-  std::set<std::string> in_files, out_files;
-  for (const auto& e : fs::directory_iterator(mf)) in_files.insert(e.path().filename().string());
-  for (const auto& e : fs::directory_iterator(out)) out_files.insert(e.path().filename().string());
-  EXPECT_EQ(out_files, (std::set<std::string>{"lanelet2_map.osm", "lanelet2_map.review.geojson", "lanelet2_map.review.html",
-                                              "map_projector_info.yaml", "pointcloud_map.pcd"}));
-  EXPECT_EQ(in_files, (std::set<std::string>{"lanelet2_map.osm", "map_projector_info.yaml", "pointcloud_map.pcd"}));
-  EXPECT_EQ(read_file(out + "/pointcloud_map.pcd"), read_file(mf + "/pointcloud_map.pcd"));
   EXPECT_EQ(read_file(out + "/map_projector_info.yaml"), p.yaml);
+  EXPECT_EQ(expect_refined_in_frame(p, mf, out, map), 145u);
+}
 
-  // Write-back: untouched nodes and every non-node line byte-identical; a moved node's start tag gains
-  // action="modify" and keeps its id.
-  const std::string written = read_file(out + "/lanelet2_map.osm");
-  std::string rest_in, rest_out;
-  const auto a = node_blocks(map, &rest_in), b = node_blocks(written, &rest_out);
-  EXPECT_EQ(rest_out, rest_in);
-  ASSERT_EQ(a.size(), b.size());
-  size_t moved = 0;
-  for (const auto& [id, block] : a) {
-    const std::string& w = b.at(id);
-    if (w.find(" action=\"modify\">") == std::string::npos) {
-      EXPECT_EQ(w, block) << "node " << id;
-      continue;
-    }
-    ++moved;
-    EXPECT_EQ(w.substr(0, w.find('"', 12)), block.substr(0, block.find('"', 12))) << w;
-    // LocalCartesian's up is the origin's: 5 cm up there, kilometres away, is ~15 um sideways on the
-    // ellipsoid, written as lat/lon (local_cartesian's write-back, lanelet2.h). Elsewhere a z move
-    // leaves lat/lon (Local: lat="" lon="") as written.
-    if (std::string(p.name) != "LocalCartesian") {
-      EXPECT_EQ(w.substr(0, w.find('>')), block.substr(0, block.find('>')) + " action=\"modify\"") << p.name;
-    }
-  }
-  EXPECT_EQ(moved, 145u);
-
-  // Read back in the folder's frame (its YAML beside the written map): each moved vertex rose by 5 cm
-  // there, no other vertex moved.
-  const VectorMap before = read_lanelet2(mf + "/lanelet2_map.osm"), after = read_lanelet2(out + "/lanelet2_map.osm");
-  ASSERT_EQ(before.vertices.size(), after.vertices.size());
-  size_t risen = 0;
-  for (size_t i = 0; i < before.vertices.size(); ++i) {
-    const Vec3d& v0 = before.vertices[i].world;
-    const Vec3d& v1 = after.vertices[i].world;
-    if (v0[0] == v1[0] && v0[1] == v1[1] && v0[2] == v1[2]) continue;
-    ++risen;
-    EXPECT_NEAR(v1[0], v0[0], 1e-3) << "node " << before.vertices[i].id;
-    EXPECT_NEAR(v1[1], v0[1], 1e-3) << "node " << before.vertices[i].id;
-    EXPECT_NEAR(v1[2] - v0[2], kUp, 1e-3) << "node " << before.vertices[i].id;
-  }
-  EXPECT_EQ(risen, moved);
+TEST_P(MapDirProjectorCli, RefinesATiledFolderWithItsMetadataInTheProjectorsFrame) {
+  const Projector& p = GetParam();
+  const std::string mf = dir.path("mf"), out = dir.path("refined");
+  const std::string map = write_folder(p, mf, p.yaml, true, /*tiled=*/true);
+  size_t tiles = 0;
+  for (const auto& e : fs::directory_iterator(mf + "/pointcloud_map")) tiles += e.path().extension() == ".pcd";
+  ASSERT_GT(tiles, 20u);  // the scene over many cells
+  const auto r = run_cli(dir, "infer --checkpoint " + q(ckpt) + " --map-dir " + q(mf) + " --out " + q(out) + " --passes 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("map folder " + mf + ": lanelet2_map.osm, map_projector_info.yaml"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the tiles of " + mf + "/pointcloud_map"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("map_projector_info.yaml (" + mf + "/map_projector_info.yaml): " + p.name), std::string::npos)
+      << r.err;
+  // The tiles' bounds from the metadata (no tile decoded to find them), in the projector's frame.
+  EXPECT_EQ(scan_tiles(mf + "/pointcloud_map", "", "test").bounds_from, "metadata");
+  // The same scene as the one-file folder: the same pieces and vertices.
+  EXPECT_NE(r.err.find("  12 part(s) of lines on the clouds, 24 of 60 piece(s) refined, 145 vertices move\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(expect_refined_in_frame(p, mf, out, map), 145u);
 }
 
 TEST_P(MapDirProjectorCli, AFolderWhoseProjectorInfoPutsTheMapOffItsCloudIsRefusedWritingNothing) {
