@@ -233,7 +233,8 @@ int cmd_gen_data(const GenArgs& a) {
                   a.tile_size, ts.dir.c_str(), ts.bounds_from.c_str(), OriginPolicy::at(ts.origin).describe().c_str());
     }
     const std::string path = map_path(a.root, cfg);
-    const MapSummary s = summarize(read_vector_map(path));
+    // Read back as the map sources and infer will: in the CRS the tiles declare, when they do.
+    const MapSummary s = summarize(read_vector_map(path, map_read_options(a.root, cfg)));
     std::printf("map: %lld lines, %lld vertices (%lld shared by two lines) in %s, %s\n", (long long)s.lines,
                 (long long)s.vertices, (long long)s.shared_vertices, path.c_str(), s.frame.c_str());
     print_evidence(n.evidence);
@@ -268,9 +269,10 @@ int cmd_gen_data(const GenArgs& a) {
     scenes += n, points += sp, lines += sn;
   }
   if (!a.map.empty()) {
-    // What the map holds, read back as the pipeline will read it.
+    // What the map holds, read back as the pipeline will read it (in the CRS the clouds declare, when
+    // they do: map_read_options).
     const std::string path = map_path(a.root, cfg);
-    const MapSummary s = summarize(read_vector_map(path));
+    const MapSummary s = summarize(read_vector_map(path, map_read_options(a.root, cfg)));
     lines = s.lines;
     bytes += fs::file_size(path);
     std::string cats;
