@@ -2,7 +2,7 @@
 // crop/resample/perturb work (or another tool can read the samples with safetensors.torch):
 //
 //   context        F32 [N, P, 4]   (any float key: [N, ...the sample tensor's shape])
-//   noisy_line     F32 [N, L, 3]
+//   noisy_line     F32 [N, L, 3]   ([N, L, 3 + C] after category_input: x y z, then a one-hot)
 //   target_offset  F32 [N, L, 3]
 //   scene_index    I32 [N]         provenance
 //   line_index     I32 [N]
