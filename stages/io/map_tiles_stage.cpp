@@ -89,7 +89,8 @@ class MapTiles : public SourceStage {
     tiles_ = std::move(tiles);
     publish_tile_set(tiles_);
     if (!ctx.quiet)
-      ctx.add_summary(id + ": " + std::to_string(pieces_.size()) + " line piece(s) of " + map_path_ + " over " +
+      ctx.add_summary(id + ": " + std::to_string(pieces_.size()) + " line piece(s) of " + map_path_ + " (" +
+                      map->map.frame + (map->map.frame_reason.empty() ? "" : "; " + map->map.frame_reason) + ") over " +
                       std::to_string(tiles_->tiles.size()) + " tiles (bounds from " + tiles_->bounds_from + "), " +
                       std::to_string(order_->blocks().size()) + " block(s) of up to " + std::to_string(block_) + "x" +
                       std::to_string(block_) + " tiles");

@@ -39,7 +39,9 @@ TEST(MapDirTrainingCli, ATrainingPipelineTakesTheMapFolderAsOneParamAndInferRefi
   ASSERT_EQ(t.code, 0) << t.err;
   const std::string said = t.out + t.err;
   EXPECT_NE(said.find("tiles: "), std::string::npos) << said;
-  EXPECT_NE(said.find(" line piece(s) of " + mf + "/lanelet2_map.osm over "), std::string::npos) << said;
+  EXPECT_NE(said.find(" line piece(s) of " + mf + "/lanelet2_map.osm ("), std::string::npos) << said;
+  EXPECT_NE(said.find("map_projector_info.yaml"), std::string::npos) << "the frame's reason: " << said;
+  EXPECT_NE(said.find(") over "), std::string::npos) << said;
   EXPECT_NE(said.find("eval after epoch 1"), std::string::npos) << said;
   // infer --map-dir on the same folder: the same layout out, the refined map in it.
   const std::string out = dir.path("refined");
