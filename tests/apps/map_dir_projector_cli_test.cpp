@@ -336,6 +336,40 @@ TEST_P(MapDirProjectorCli, RefinesATiledFolderWithItsMetadataInTheProjectorsFram
   EXPECT_EQ(expect_refined_in_frame(p, mf, out, map), 145u);
 }
 
+// Train, then refine, with no projection flag: the shipped tiles pipeline with its map stage given the
+// folder (map_dir) trains one epoch of a small model on the folder read in its projector's frame, and
+// infer --map-dir refines the same folder with that checkpoint.
+TEST_P(MapDirProjectorCli, TrainsOnATiledFolderAndRefinesItWithTheTrainedModel) {
+  const Projector& p = GetParam();
+  const std::string mf = dir.path("mf"), out = dir.path("refined"), runs = dir.path("runs");
+  const std::string map = write_folder(p, mf, p.yaml, true, /*tiled=*/true);
+  std::string pipeline = read_file(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train_tiles.json");
+  const std::string parts = R"("root": "data/tiles/train/pointcloud_map", "map": "../../lanelet2_map.osm",)";
+  const size_t at = pipeline.find(parts);
+  ASSERT_NE(at, std::string::npos) << "the shipped pipeline's map_tiles params changed";
+  pipeline.replace(at, parts.size(), "\"map_dir\": \"" + mf + "\",");
+  const std::string file = dir.write("train_map_dir.json", pipeline);
+  const auto t = run_cli(dir, "run " + q(file) + " --set train.eval.root=" + q(mf + "/pointcloud_map") +
+                                  " --set train.checkpoint.dir=" + q(runs) +
+                                  " --set epochs=1 --set train.model.encoder=[16,32] --set train.model.line_mlp=[16]"
+                                  " --set train.model.regressor=[16] --set resample.points=128 --set batch.size=16");
+  ASSERT_EQ(t.code, 0) << t.err;
+  const std::string said = t.out + t.err;
+  EXPECT_NE(said.find(" line piece(s) of " + mf + "/lanelet2_map.osm ("), std::string::npos) << said;
+  EXPECT_NE(said.find("map_projector_info.yaml (" + mf + "/map_projector_info.yaml): " + p.name), std::string::npos)
+      << said;
+  EXPECT_NE(said.find("eval after epoch 1"), std::string::npos) << said;
+  const auto r = run_cli(dir, "infer --checkpoint " + q(runs) + " --map-dir " + q(mf) + " --out " + q(out) + " --passes 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex("(\\d+) of (\\d+) piece\\(s\\) refined"))) << r.err;
+  EXPECT_GT(std::stoi(m[1]), 0) << r.err;
+  EXPECT_EQ(read_file(out + "/map_projector_info.yaml"), p.yaml);
+  EXPECT_EQ(read_file(out + "/pointcloud_map_metadata.yaml"), read_file(mf + "/pointcloud_map_metadata.yaml"));
+  // Read back in the folder's frame, the written map has every vertex of the given one.
+  EXPECT_EQ(read_lanelet2(out + "/lanelet2_map.osm").vertices.size(), read_lanelet2(mf + "/lanelet2_map.osm").vertices.size());
+}
+
 TEST_P(MapDirProjectorCli, AFolderWhoseProjectorInfoPutsTheMapOffItsCloudIsRefusedWritingNothing) {
   const Projector& p = GetParam();
   if (p.off_yaml.empty()) GTEST_SKIP() << p.name << " has no parameter that puts the map elsewhere";
