@@ -43,6 +43,7 @@
 #include "formats/tiles/tile_set.h"
 #include "graph/atomic_file.h"
 #include "tests/apps/cli_util.h"
+#include "tests/apps/map_dir_pipeline.h"
 #include "tests/train/constant_model.h"
 #include "tests/train/tiny_dataset.h"
 
@@ -343,11 +344,8 @@ TEST_P(MapDirProjectorCli, TrainsOnATiledFolderAndRefinesItWithTheTrainedModel) 
   const Projector& p = GetParam();
   const std::string mf = dir.path("mf"), out = dir.path("refined"), runs = dir.path("runs");
   const std::string map = write_folder(p, mf, p.yaml, true, /*tiled=*/true);
-  std::string pipeline = read_file(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train_tiles.json");
-  const std::string parts = R"("root": "data/tiles/train/pointcloud_map", "map": "../../lanelet2_map.osm",)";
-  const size_t at = pipeline.find(parts);
-  ASSERT_NE(at, std::string::npos) << "the shipped pipeline's map_tiles params changed";
-  pipeline.replace(at, parts.size(), "\"map_dir\": \"" + mf + "\",");
+  const std::string pipeline = test::tiles_pipeline_on_map_dir(mf);
+  ASSERT_FALSE(pipeline.empty()) << "the shipped pipeline's map_tiles params changed";
   const std::string file = dir.write("train_map_dir.json", pipeline);
   const auto t = run_cli(dir, "run " + q(file) + " --set train.eval.root=" + q(mf + "/pointcloud_map") +
                                   " --set train.checkpoint.dir=" + q(runs) +

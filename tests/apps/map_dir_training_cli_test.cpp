@@ -10,6 +10,7 @@
 
 #include "graph/atomic_file.h"
 #include "tests/apps/cli_util.h"
+#include "tests/apps/map_dir_pipeline.h"
 
 namespace sl {
 namespace {
@@ -25,11 +26,8 @@ TEST(MapDirTrainingCli, ATrainingPipelineTakesTheMapFolderAsOneParamAndInferRefi
   ASSERT_EQ(g.code, 0) << g.err;
   fs::copy_file(data + "/lanelet2_map.osm", mf + "/lanelet2_map.osm");
   // The shipped pipeline, its map stage given the folder alone.
-  std::string pipeline = read_file(std::string(SL_SOURCE_DIR) + "/pipelines/line_refine_train_tiles.json");
-  const std::string parts = R"("root": "data/tiles/train/pointcloud_map", "map": "../../lanelet2_map.osm",)";
-  const size_t at = pipeline.find(parts);
-  ASSERT_NE(at, std::string::npos) << "the shipped pipeline's map_tiles params changed";
-  pipeline.replace(at, parts.size(), "\"map_dir\": \"" + mf + "\",");
+  const std::string pipeline = test::tiles_pipeline_on_map_dir(mf);
+  ASSERT_FALSE(pipeline.empty()) << "the shipped pipeline's map_tiles params changed";
   const std::string file = dir.write("train_map_dir.json", pipeline);
   const std::string runs = dir.path("runs");
   auto t = run_cli(dir, "run " + q(file) + " --set train.eval.root=" + q(data + "/val/pointcloud_map") +
