@@ -23,7 +23,7 @@ std::vector<std::vector<uint32_t>> shrink_stretches(const VectorMap& map) {
       if (k > 0) {
         const Vec3d& a = line.points[k - 1];
         const Vec3d& b = line.points[k];
-        along += std::sqrt((b[0] - a[0]) * (b[0] - a[0]) + (b[1] - a[1]) * (b[1] - a[1]) + (b[2] - a[2]) * (b[2] - a[2]));
+        along += norm(Vec3d{b[0] - a[0], b[1] - a[1], b[2] - a[2]});
       }
       if (!cur.empty() && along >= kShrinkStretch) out.push_back(std::move(cur)), cur.clear(), along = 0;
       cur.push_back(line.vertex[k]);
