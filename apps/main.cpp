@@ -28,6 +28,7 @@
 
 #include "apps/commands.h"
 #include "apps/doctor.h"
+#include "apps/run_calibration.h"
 #include "apps/run_report.h"
 #include "graph/atomic_file.h"
 #include "graph/engine.h"
@@ -208,6 +209,27 @@ int cmd_run(const std::string& path, const std::vector<std::string>& sets, int t
       if (code == 0) code = kExitRunFailure;
     } catch (const std::exception& e) {
       std::cerr << "warning: run report not written: " << e.what() << "\n";
+    }
+  }
+  // The run's own calibration (apps/run_calibration.h): after a finished map-trained run, beside its
+  // last checkpoint, for infer --map to gate with.
+  if (folder && code == 0 && r.ok && !r.interrupted) {
+    const RunCalibrationPlan plan = plan_run_calibration(spec);
+    const std::string last = plan.why_not.empty() ? latest_checkpoint(folder->dir) : "";
+    if (!plan.why_not.empty()) {
+      if (plan.reads_map) std::cout << "calibration: none (" << plan.why_not << ")\n";
+    } else if (last.empty()) {
+      std::cout << "calibration: none (no checkpoint in " << folder->dir << ")\n";
+    } else {
+      try {
+        std::cout << calibrate_run(plan, last, folder->dir) << "\n";
+      } catch (const WriteError& e) {
+        say_line(tag + "error: " + e.what());
+        code = kExitRunFailure;
+      } catch (const Error& e) {
+        std::cerr << "warning: calibration not written: " << e.what() << " (streamline evaluate-map --calibration-out "
+                  << "fits one on any map with its clouds)\n";
+      }
     }
   }
   if (!trace.empty() && !quiet) std::cerr << "trace written to " << trace << " (open it in https://ui.perfetto.dev)\n";

@@ -60,6 +60,19 @@ void add_samples(const VectorMap& truth, const VectorMap& end, const MapRefineRe
   }
 }
 
+// The calibration fitted on the samples of split 0 (the even tiles), its note saying so.
+Calibration fit_on_even_tiles(const std::vector<ConfidenceSample>& samples, bool binned, const std::string& who) {
+  Calibration cal = fit_calibration(samples, 0, 100, binned);
+  int64_t fit = 0;
+  for (const auto& x : samples) fit += x.split == 0;
+  cal.note = "fitted by " + who + " on the first-pass proposals for " + std::to_string(fit) +
+             " vertices of the true map (even tiles)" +
+             (has_knots(cal) ? ", per tenth of the spread"
+                             : std::string(", sigma = sqrt((a spread)^2 + b^2)") +
+                                   (binned ? " (too few vertices for tenths of 20)" : ""));
+  return cal;
+}
+
 GatedRun gated_run(const SharedMap& truth, const SharedMap& start, const PassOptions& options, const RefinePass& refine,
                    const Calibration& cal, const ConfidenceCheck& c, const std::vector<std::string>& categories,
                    const TileSet& region) {
@@ -138,16 +151,8 @@ MapCheckResult check_map_refinement(const SharedMap& truth, const std::vector<Ve
   if (confidence->given) {
     r.calibration = *confidence->given;
   } else {
-    r.calibration = fit_calibration(r.samples, 0, 100, confidence->binned);
+    r.calibration = fit_on_even_tiles(r.samples, confidence->binned, "streamline evaluate-map");
     r.fitted = true;
-    int64_t fit = 0;
-    for (const auto& x : r.samples) fit += x.split == 0;
-    const bool knots = has_knots(r.calibration);
-    r.calibration.note = "fitted by streamline evaluate-map on the first-pass proposals for " + std::to_string(fit) +
-                         " vertices of the true map (even tiles)" +
-                         (knots ? ", per tenth of the spread"
-                                : std::string(", sigma = sqrt((a spread)^2 + b^2)") +
-                                      (confidence->binned ? " (too few vertices for tenths of 20)" : ""));
   }
   r.coverage = coverage(r.calibration, r.samples, judged);
   r.final_coverage = coverage(r.calibration, r.final_samples, judged);
@@ -287,6 +292,19 @@ std::string to_text(const MapCheckResult& r) {
   s += gated("The true map", r.gated_fixed, zero);
   s += gated("The perturbed map", r.gated_perturbed, r.perturbed_input);
   return s;
+}
+
+CalibrationFit calibrate_on_true_map(const SharedMap& truth, const RefinePass& refine,
+                                     const std::vector<std::string>& categories, const TileSet& region, bool binned,
+                                     const std::string& who) {
+  CalibrationFit f;
+  MapRefineReport first;
+  const std::vector<Vec3d> d = refine(truth, 1, &first);
+  add_samples(truth.map, moved_map(truth.map, d), first, categories, region, &f.samples);
+  f.calibration = fit_on_even_tiles(f.samples, binned, who);
+  for (const auto& x : f.samples) (x.split == 0 ? f.fitted_on : f.judged_on)++;
+  f.coverage = coverage(f.calibration, f.samples, 1);
+  return f;
 }
 
 }  // namespace sl

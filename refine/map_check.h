@@ -77,4 +77,19 @@ MapCheckResult check_map_refinement(const SharedMap& truth, const std::vector<Ve
 // the perturbed map.
 std::string to_text(const MapCheckResult& r);
 
+// The calibration step of the check alone: one pass over the true map, a calibration fitted on what it
+// proposes for the vertices of the region's even tiles and judged on the odd ones -- the calibration
+// check_map_refinement fits, without its other passes (a training run's own calibration.json).
+// `who` names what fitted it, for the file's note. Throws sl::Error when the even tiles hold fewer than
+// 2 refined vertices, and what `refine` throws.
+struct CalibrationFit {
+  std::vector<ConfidenceSample> samples;
+  Calibration calibration;
+  std::vector<CoverageRow> coverage;  // on split 1
+  int64_t fitted_on = 0, judged_on = 0;
+};
+CalibrationFit calibrate_on_true_map(const SharedMap& truth, const RefinePass& refine,
+                                     const std::vector<std::string>& categories, const TileSet& region, bool binned,
+                                     const std::string& who);
+
 }  // namespace sl

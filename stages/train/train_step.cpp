@@ -444,7 +444,11 @@ void register_train_stages(StageRegistry& r) {
                "metrics and progress"),
       p_object("eval",
                {p_nullable_string("root", "validation folder (null: no evaluation)"),
-                p_int("every_epochs", 5, "evaluate every N epochs (0: only at the end)", 0)},
+                p_int("every_epochs", 5, "evaluate every N epochs (0: only at the end)", 0),
+                p_bool("calibrate", true,
+                       "lines from a vector map (read_map_lines, map_tiles) and a model with views or a variance head: at the end "
+                       "of the run, fit calibration.json in the checkpoint folder on this folder's clouds, as evaluate-map "
+                       "--calibration-out does (infer --map gates with it)")},
                "evaluation on a held-out split, prepared by this same pipeline"),
       p_nullable_string("init", "start from these weights (safetensors, e.g. exported from PyTorch); Adam starts fresh"),
       p_nullable_string("resume", "continue a run from this checkpoint (\"auto\": the latest in checkpoint.dir)"),

@@ -2,7 +2,8 @@
 // tiled map with its lanelet2_map.osm copied into the training split's folder (Autoware's layout:
 // lanelet2_map.osm, pointcloud_map/, pointcloud_map_metadata.yaml), the shipped tiled-map training
 // pipeline with `map_tiles.map_dir` in place of `root` and `map` (evaluating on the validation tiles
-// over the folder's map), one epoch of a tiny model, then `infer --map-dir` on the same folder.
+// over the folder's map), one epoch of a tiny model with its calibration, then `infer --map-dir` on the
+// same folder.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -33,7 +34,7 @@ TEST(MapDirTrainingCli, ATrainingPipelineTakesTheMapFolderAsOneParamAndInferRefi
   auto t = run_cli(dir, "run " + q(file) + " --set train.eval.root=" + q(data + "/val/pointcloud_map") +
                             " --set train.checkpoint.dir=" + q(runs) + " --set epochs=1 --set train.model.encoder=[16,32]" +
                             " --set train.model.line_mlp=[16] --set train.model.regressor=[16] --set resample.points=128" +
-                            " --set batch.size=16");
+                            " --set batch.size=16 --set train.model.views=4");
   ASSERT_EQ(t.code, 0) << t.err;
   const std::string said = t.out + t.err;
   EXPECT_NE(said.find("tiles: "), std::string::npos) << said;
@@ -41,6 +42,12 @@ TEST(MapDirTrainingCli, ATrainingPipelineTakesTheMapFolderAsOneParamAndInferRefi
   EXPECT_NE(said.find("map_projector_info.yaml"), std::string::npos) << "the frame's reason: " << said;
   EXPECT_NE(said.find(") over "), std::string::npos) << said;
   EXPECT_NE(said.find("eval after epoch 1"), std::string::npos) << said;
+  // Its calibration, from the folder's map over the validation tiles (apps/run_calibration.h).
+  EXPECT_NE(t.out.find("calibration: " + runs + "/calibration.json for step_"), std::string::npos) << said;
+  EXPECT_NE(t.out.find("vertices of the true map " + mf + "/lanelet2_map.osm on the even clouds of " + data +
+                       "/val/pointcloud_map"),
+            std::string::npos)
+      << said;
   // infer --map-dir on the same folder: the same layout out, the refined map in it.
   const std::string out = dir.path("refined");
   auto r = run_cli(dir, "infer --checkpoint " + q(runs) + " --map-dir " + q(mf) + " --out " + q(out) + " --passes 1");
