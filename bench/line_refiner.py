@@ -12,11 +12,14 @@ import torch.nn as nn
 
 
 class LineRefiner(nn.Module):
-    def __init__(self):
+    """line_channels: what each noisy line point holds (streamline's model.line_channels): x, y, z,
+    then with category_input a one-hot of the line's category (3 + C)."""
+
+    def __init__(self, line_channels=3):
         super().__init__()
         self.encoder = nn.Sequential(nn.Conv1d(4, 64, 1), nn.ReLU(), nn.Conv1d(64, 128, 1), nn.ReLU(),
                                      nn.Conv1d(128, 512, 1), nn.ReLU())
-        self.line_mlp = nn.Sequential(nn.Conv1d(3, 64, 1), nn.ReLU(), nn.Conv1d(64, 128, 1), nn.ReLU())
+        self.line_mlp = nn.Sequential(nn.Conv1d(line_channels, 64, 1), nn.ReLU(), nn.Conv1d(64, 128, 1), nn.ReLU())
         self.regressor = nn.Sequential(nn.Conv1d(640, 256, 1), nn.ReLU(), nn.Conv1d(256, 128, 1), nn.ReLU(),
                                        nn.Conv1d(128, 3, 1))
 
@@ -28,7 +31,7 @@ class LineRefiner(nn.Module):
             return e.max(dim=2).values
         return e.gather(2, argmax.unsqueeze(2)).squeeze(2)
 
-    def forward(self, context, noisy_line, argmax=None):  # [B,P,4], [B,L,3] -> [B,L,3]
+    def forward(self, context, noisy_line, argmax=None):  # [B,P,4], [B,L,line_channels] -> [B,L,3]
         g = self.encode(context, argmax)
         f = self.line_mlp(noisy_line.transpose(1, 2))  # [B,128,L]
         x = torch.cat([g.unsqueeze(2).expand(-1, -1, f.shape[2]), f], dim=1)
@@ -43,8 +46,8 @@ class LineRefinerLocal(LineRefiner):
     regressor.0 is a kernel-(2W+1) convolution along the line over the local features.
     state_dict: the seeds' names in their order (regressor.0 wider), then local.*."""
 
-    def __init__(self, local=(64, 128), window=1):
-        super().__init__()
+    def __init__(self, local=(64, 128), window=1, line_channels=3):
+        super().__init__(line_channels)
         self.window = window
         c = local[-1]
         # Reassigning `regressor` keeps its place in the state_dict; `local` comes after it.

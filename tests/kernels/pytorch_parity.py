@@ -10,7 +10,8 @@ float64 max picks another point are counted and must all be near-ties (the two p
 within 1e-5 of the activations' scale); no tolerance is widened for them.
 With a local branch (the dump holds input.local [B,L,K,4] and output.local_argmax [B,L,C]): the
 same against LineRefinerLocal, its max over K taken at our argmax too and its near-ties counted
-the same way; the window W is read from the dump (input.window).
+the same way; the window W is read from the dump (input.window), the line's channels (3, or 3 + C
+with category_input's one-hot) from line_mlp.0.weight.
 Usage: pytorch_parity.py DUMP (written by the test PyTorchParity.*).
 Exit 0: parity; 1: a mismatch; 77: no torch here (the caller skips)."""
 import os
@@ -33,11 +34,12 @@ def main():
     t = read_safetensors(sys.argv[1])
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     local = "input.local" in t
+    line_channels = int(t["line_mlp.0.weight"].shape[1])  # 3, or 3 + C with the category as an input
     if local:
         widths = [int(t[f"local.{2 * i}.weight"].shape[0]) for i in range(len(t)) if f"local.{2 * i}.weight" in t]
-        model = LineRefinerLocal(widths, int(t["input.window"][0])).double()
+        model = LineRefinerLocal(widths, int(t["input.window"][0]), line_channels).double()
     else:
-        model = LineRefiner().double()
+        model = LineRefiner(line_channels).double()
     state = {k: torch.from_numpy(v.astype(np.float64)) for k, v in t.items()
              if not k.startswith(("grad.", "input.", "output."))}
     model.load_state_dict(state, strict=True)
