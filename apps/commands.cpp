@@ -416,7 +416,9 @@ int cmd_apply_review(const MapToolArgs& a) {
   const LaneletKeep keep = keep_lanelets_valid(given, reviewed_moves(given, refined, a.review, pending, &r));
   for (uint8_t u : keep.undone) r.kept_vertices -= u, r.reverted_vertices += u;
   const MapWriteReport w = write_vector_map(a.out, given, keep.d);
-  std::cerr << "applied the review " << a.review << " to " << a.map << " (refined: " << a.refined << ") -> " << a.out
+  std::cerr << "applied the review " << a.review << " to " << a.map << " (" << given.frame
+            << (given.frame_reason.empty() ? "" : "; chosen by: " + given.frame_reason) << "; refined: " << a.refined
+            << ") -> " << a.out
             << " (" << w.moved_vertices << " vertices written moved; pending lines "
             << (pending == PendingAs::Accepted ? "accepted" : "rejected") << ")\n"
             << to_text(r) << to_text(keep);

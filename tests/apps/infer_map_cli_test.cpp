@@ -217,6 +217,9 @@ TEST(CliMap, ApplyReviewKeepsTheMovesOfTheAcceptedLinesOnly) {
   // Untouched layer: every line pending.
   auto none = run_cli(dir, apply + q(layer) + " --out " + q(dir.path("none.osm")));
   ASSERT_EQ(none.code, 0) << none.err;
+  // The map's frame and why (read alone: Autoware's MGRS default), as infer and inspect say it.
+  EXPECT_NE(none.err.find("applied the review " + layer + " to " + given + " (MGRS square "), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("; chosen by: "), std::string::npos) << none.err;
   EXPECT_EQ(read_file(dir.path("none.osm")), read_file(given));
   auto all = run_cli(dir, apply + q(layer) + " --pending accept --out " + q(dir.path("all.osm")));
   ASSERT_EQ(all.code, 0) << all.err;
