@@ -642,6 +642,7 @@ struct EvaluateMapArgs {
   double piece_length = 10;
   std::string calibration_out;  // where to write the fitted calibration ("": not written)
   std::string calibration_model = "binned";  // binned | linear (ConfidenceCheck::binned)
+  std::string samples_out;                   // the true map's first-pass samples as CSV ("": not written)
 };
 
 int cmd_evaluate_map(std::string checkpoint, const std::vector<std::string>& clouds, const InferMapArgs& a,
@@ -707,6 +708,7 @@ int cmd_evaluate_map(std::string checkpoint, const std::vector<std::string>& clo
     cc.given = &given;
   }
   MapCheckResult r = check_map_refinement(*truth, noise, a.passes, refine, categories, region, a.no_gate ? nullptr : &cc);
+  if (!e.samples_out.empty()) write_confidence_samples(e.samples_out, r.samples);
   if (r.fitted && !e.calibration_out.empty()) {
     r.calibration.checkpoint = std::filesystem::path(checkpoint).filename().string();
     write_calibration(e.calibration_out, r.calibration);
@@ -939,6 +941,10 @@ int main(int argc, char** argv) {
                        "nearest 68.3% within 1 sigma and 95.4% within 2, non-decreasing in the spread; linear: sigma = "
                        "sqrt((a spread)^2 + b^2) by maximum likelihood (one Gaussian throughout)")
       ->check(CLI::IsMember({"binned", "linear"}));
+  evaluate->add_option("--samples-out", eval_args.samples_out,
+                       "write what the calibration is fitted and judged on as CSV: per vertex of the true map the first "
+                       "pass reached, its category, split (tile % 2), tile, spread and error across and vertically")
+      ->excludes(evaluate->get_option("--no-gate"));
   evaluate->add_option("--lateral-sigma", eval_args.perturb.lateral_sigma, "std of the smooth sideways offset, metres")
       ->check(CLI::NonNegativeNumber);
   evaluate->add_option("--vertical-sigma", eval_args.perturb.vertical_sigma, "std of the smooth vertical offset, metres")

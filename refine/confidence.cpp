@@ -261,6 +261,18 @@ std::string to_text(const std::vector<CoverageRow>& rows) {
   return s;
 }
 
+void write_confidence_samples(const std::string& path, const std::vector<ConfidenceSample>& samples) {
+  std::string s = "category,split,tile,vertex,spread_across_m,spread_vertical_m,error_across_m,error_vertical_m\n";
+  char b[256];
+  for (const auto& x : samples) {
+    std::snprintf(b, sizeof b, ",%d,%d,%lld,%.9g,%.9g,%.9g,%.9g\n", x.split, x.tile, (long long)x.vertex, x.spread[0],
+                  x.spread[1], x.error[0], x.error[1]);
+    s += x.category.find_first_of(",\"\n") == std::string::npos ? x.category : "\"" + x.category + "\"";
+    s += b;
+  }
+  write_file_atomic(path, s);
+}
+
 void write_calibration(const std::string& path, const Calibration& cal) {
   auto num = [](double v) {
     char b[32];

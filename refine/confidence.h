@@ -63,7 +63,13 @@ struct ConfidenceSample {
   std::string category;
   std::array<double, 2> spread{}, error{};
   int split = 0;
+  int tile = -1;        // the region's tile that holds the vertex (split = tile % 2), -1 unknown
+  int64_t vertex = -1;  // the map vertex, -1 unknown
 };
+
+// The samples as CSV (category, split, tile, vertex, spread and error across and vertically, metres),
+// one row per vertex, for a study of the calibration outside streamline; written atomically.
+void write_confidence_samples(const std::string& path, const std::vector<ConfidenceSample>& samples);
 
 // The maximum-likelihood (a, b) of errors e_i ~ N(0, (a s_i)^2 + b^2), a, b >= 0: a coarse grid in
 // log space (0 a candidate for each) then finer ones around the best (deterministic). Throws

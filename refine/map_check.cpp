@@ -56,6 +56,8 @@ void add_samples(const VectorMap& truth, const VectorMap& end, const MapRefineRe
     x.spread = {pass.spread[v][1], pass.spread[v][2]};
     x.error = err[v];
     x.split = t % 2;
+    x.tile = t;
+    x.vertex = int64_t(v);
     out->push_back(std::move(x));
   }
 }

@@ -227,6 +227,35 @@ TEST_F(InferTiles, EvaluateMapMeasuresTheFixedPointAndThePerturbedMapPassByPass)
   EXPECT_NO_THROW(read_calibration(binned));
   EXPECT_NO_THROW(read_calibration(linear));
   EXPECT_EQ(calibrate("isotonic", root_ + "/x.json").code, 2);
+  // What the calibration is fitted and judged on, as CSV: a row per vertex the first pass reached,
+  // its split the parity of its tile; 110 on the even tiles as the fit says.
+  const std::string csv = root_ + "/samples.csv";
+  const auto dumped = sh("evaluate-map --checkpoint " + q(up) + " --truth " + q(data_ + "/lanelet2_map.osm") + " --tiles " +
+                         q(data_ + "/train/pointcloud_map") + " --categories curbstone --passes 1 --samples-out " + q(csv));
+  ASSERT_EQ(dumped.code, 0) << dumped.err;
+  std::istringstream rows(read_file(csv));
+  std::string row;
+  ASSERT_TRUE(std::getline(rows, row));
+  EXPECT_EQ(row, "category,split,tile,vertex,spread_across_m,spread_vertical_m,error_across_m,error_vertical_m");
+  int64_t n[2] = {0, 0};
+  while (std::getline(rows, row)) {
+    std::vector<std::string> f;
+    std::istringstream cells(row);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    ASSERT_EQ(f.size(), 8u) << row;
+    EXPECT_EQ(f[0], "curbstone:high") << row;
+    EXPECT_EQ(std::stoi(f[1]), std::stoi(f[2]) % 2) << row;
+    EXPECT_GE(std::stoll(f[3]), 0) << row;
+    EXPECT_NEAR(std::stod(f[7]), 0.25, 1e-3) << "the constant model lifts every vertex 0.25 m: " << row;
+    n[std::stoi(f[1])]++;
+  }
+  EXPECT_EQ(n[0], 110);
+  EXPECT_GT(n[1], 0);
+  EXPECT_EQ(sh("evaluate-map --checkpoint " + q(up) + " --truth " + q(data_ + "/lanelet2_map.osm") + " --tiles " +
+               q(data_ + "/train/pointcloud_map") + " --no-gate --samples-out " + q(root_ + "/none.csv"))
+                .code,
+            2);
+  EXPECT_FALSE(fs::exists(root_ + "/none.csv"));
 }
 
 // A map refined over tiles reads its checkpoint once (refine/trained_model.h): the file may go (a
