@@ -112,6 +112,8 @@ std::string calibrate_run(const RunCalibrationPlan& plan, const std::string& che
       s += std::string(", ") + axis_name(r.axis) + " " + percent(r.within1) + " within 1 sigma and " + percent(r.within2) +
            " within 2 (target 68.3 / 95.4; per tenth of the vertices by sigma within 5 points: " +
            (r.calibrated() ? "yes" : "no") + ")";
+  const std::string pin = scale_spread_text(fit.calibration, fit.samples, 0, "clouds");
+  if (!pin.empty()) s += "; " + pin;
   s += "; infer --map gates with it (evaluate-map --calibration FILE judges it on other data)";
   return s;
 }

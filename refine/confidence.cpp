@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <tuple>
 
 #include <rapidjson/document.h>
@@ -223,6 +224,50 @@ std::vector<CoverageRow> coverage(const Calibration& cal, const std::vector<Conf
       rows.push_back(std::move(r));
     }
   return rows;
+}
+
+ScaleSpread scale_spread(const Calibration& cal, const std::vector<ConfidenceSample>& samples, int split, int axis,
+                         int64_t min_per_tile) {
+  std::map<int, std::pair<double, int64_t>> by_tile;  // sum of (error / sigma)^2, count
+  for (const auto& x : samples) {
+    if ((split >= 0 && x.split != split) || x.tile < 0) continue;
+    const double sigma = cal.of(x.category)[size_t(axis)].sigma(x.spread[size_t(axis)]);
+    const double z = x.error[size_t(axis)] / sigma;
+    if (!std::isfinite(z)) continue;
+    auto& t = by_tile[x.tile];
+    t.first += z * z, t.second++;
+  }
+  std::vector<double> logs;
+  for (const auto& [tile, t] : by_tile)
+    if (t.second >= min_per_tile && t.first > 0) logs.push_back(0.5 * std::log(t.first / double(t.second)));
+  ScaleSpread r;
+  r.tiles = int(logs.size());
+  if (r.tiles < 2) return r;
+  double mean = 0, var = 0;
+  for (double v : logs) mean += v;
+  mean /= double(r.tiles);
+  for (double v : logs) var += (v - mean) * (v - mean);
+  r.log_sd = std::sqrt(var / double(r.tiles - 1));
+  const double two_phi1 = 2 * std::exp(-0.5) / std::sqrt(2 * M_PI);  // d(share within 1 sigma) / d(log scale)
+  r.share_2se = 100 * two_phi1 * 2 * r.log_sd / std::sqrt(double(r.tiles));
+  return r;
+}
+
+std::string scale_spread_text(const Calibration& cal, const std::vector<ConfidenceSample>& samples, int split,
+                              const std::string& tiles_word) {
+  const ScaleSpread a = scale_spread(cal, samples, split, kAcross), v = scale_spread(cal, samples, split, kVertical);
+  if (a.tiles < 2 || v.tiles < 2) return "";
+  const double sd = std::max(a.log_sd, v.log_sd);
+  const double two_phi1 = 2 * std::exp(-0.5) / std::sqrt(2 * M_PI);
+  const long long need = (long long)std::ceil(std::pow(100 * two_phi1 * 2 * sd / 5, 2));
+  char b[512];
+  std::snprintf(b, sizeof b,
+                "its %d %s pin the share within 1 sigma to +-%.1f points across and +-%.1f vertically (errors over "
+                "sigma differ from one to the next: x%.2f and x%.2f, one standard deviation); about %lld %s would pin "
+                "+-5",
+                a.tiles, tiles_word.c_str(), a.share_2se, v.share_2se, std::exp(a.log_sd), std::exp(v.log_sd), need,
+                tiles_word.c_str());
+  return b;
 }
 
 std::string to_text(const std::vector<CoverageRow>& rows) {

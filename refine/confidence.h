@@ -109,6 +109,26 @@ struct CoverageRow {
   bool calibrated(double tolerance = 0.05) const;
 };
 
+// How well a split's vertices pin a calibration's scale. Errors are correlated within a tile (a
+// scene, a cloud: its lines' points, its paint and curbs), and their size relative to sigma varies
+// from tile to tile by more than the spread says, so a fit on few tiles knows its scale only
+// roughly whatever its vertex count. Per tile with at least min_per_tile vertices of the split: the
+// rms of error / sigma on `axis`; log_sd is the standard deviation of its log over those tiles, and
+// share_2se the points by which the share within 1 sigma may move at two standard errors of their
+// mean (100 x 2 phi(1) x 2 log_sd / sqrt(tiles)): the scale a fit on these tiles can promise.
+struct ScaleSpread {
+  int tiles = 0;        // tiles with at least min_per_tile vertices
+  double log_sd = 0;    // of the per-tile log rms(error / sigma)
+  double share_2se = 0; // points within 1 sigma, at two standard errors
+};
+ScaleSpread scale_spread(const Calibration& cal, const std::vector<ConfidenceSample>& samples, int split, int axis,
+                         int64_t min_per_tile = 20);
+// In words, both axes: "its 6 tiles pin the share within 1 sigma to +-9.1 points across and +-4.2
+// vertically (errors over sigma differ from tile to tile: x1.31 and x1.14, one standard deviation);
+// about 20 tiles would pin +-5"; "" with fewer than 2 tiles of min_per_tile vertices.
+std::string scale_spread_text(const Calibration& cal, const std::vector<ConfidenceSample>& samples, int split,
+                              const std::string& tiles_word = "tiles");
+
 // The coverage of `cal` on the samples of split `split` (-1: all), per category and axis, then "all".
 std::vector<CoverageRow> coverage(const Calibration& cal, const std::vector<ConfidenceSample>& samples, int split);
 std::string to_text(const std::vector<CoverageRow>& rows);

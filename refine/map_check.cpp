@@ -259,6 +259,10 @@ std::string to_text(const MapCheckResult& r) {
   }
   const std::string on = r.fitted ? "the odd tiles' vertices (nothing was fitted on them)" : "every vertex";
   s += "Its coverage of the true map's first-pass proposals, on " + on + ":\n" + to_text(r.coverage);
+  if (r.fitted) {  // what a fit on the even tiles can promise about its scale
+    const std::string pin = scale_spread_text(r.calibration, r.samples, 0);
+    if (!pin.empty()) s += "  (the fit: " + pin + ")\n";
+  }
   s += "Its coverage of the perturbed map's final positions (after the last pass, ungated), on " + on + ":\n" +
        to_text(r.final_coverage);
   std::snprintf(b, sizeof b, "\nThe gate (a vertex moves across its line, or vertically, only by a shift beyond %.2f sigma; "

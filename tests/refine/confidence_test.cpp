@@ -42,6 +42,41 @@ std::vector<ConfidenceSample> drawn(uint64_t seed, int n, double a, double b, co
   return out;
 }
 
+// Errors whose size over sigma differs from tile to tile by a known factor: the spread of the
+// per-tile log scale, and what it lets a fit on those tiles promise.
+TEST(Confidence, ScaleSpreadMeasuresHowMuchTheErrorsScaleDiffersFromTileToTile) {
+  Calibration cal;
+  cal.fits[""] = {AxisCalibration{0, 0.01}, AxisCalibration{0, 0.02}};  // sigma 1 cm across, 2 cm vertically
+  std::vector<ConfidenceSample> xs;
+  const int tiles = 10;
+  for (int t = 0; t < tiles + 2; ++t)
+    for (int i = 0; i < (t < tiles ? 50 : 5); ++i) {  // the last two tiles have too few vertices to count
+      ConfidenceSample x;
+      x.category = "curbstone:high";
+      x.tile = t, x.split = t < tiles ? 0 : 1;
+      const double f = std::exp(t % 2 ? 0.2 : -0.2);  // rms error / sigma: e^0.2 on odd tiles, e^-0.2 on even ones
+      const double sign = i % 2 ? 1 : -1;
+      x.error = {sign * 0.01 * f, sign * 0.02};      // vertically exactly sigma everywhere
+      x.spread = {0.003 * (1 + i % 3), 0.001};       // the fit's sigma does not depend on it (a = 0)
+      xs.push_back(x);
+    }
+  const ScaleSpread across = scale_spread(cal, xs, -1, kAcross);
+  EXPECT_EQ(across.tiles, tiles);
+  const double sd = 0.2 * std::sqrt(double(tiles) / (tiles - 1));  // the sample standard deviation of +-0.2
+  EXPECT_NEAR(across.log_sd, sd, 1e-9);
+  EXPECT_NEAR(across.share_2se, 100 * 2 * std::exp(-0.5) / std::sqrt(2 * M_PI) * 2 * sd / std::sqrt(double(tiles)), 1e-9);
+  const ScaleSpread vertical = scale_spread(cal, xs, 0, kVertical);
+  EXPECT_EQ(vertical.tiles, tiles);
+  EXPECT_NEAR(vertical.log_sd, 0, 1e-12);
+  // Only split 1's two small tiles: none counts.
+  EXPECT_EQ(scale_spread(cal, xs, 1, kAcross).tiles, 0);
+  EXPECT_EQ(scale_spread(cal, xs, 1, kAcross, 5).tiles, 2);
+  const std::string text = scale_spread_text(cal, xs, 0, "clouds");
+  EXPECT_NE(text.find("its 10 clouds pin the share within 1 sigma to +-"), std::string::npos) << text;
+  EXPECT_NE(text.find("x1.23 and x1.00"), std::string::npos) << text;
+  EXPECT_EQ(scale_spread_text(cal, xs, 1), "");
+}
+
 TEST(Confidence, TheFitRecoversAKnownErrorModelAndIsCalibratedOnSamplesItWasNotFittedOn) {
   const std::vector<ConfidenceSample> xs = drawn(17, 16000, 1.7, 0.006);
   const Calibration cal = fit_calibration(xs, 0);
