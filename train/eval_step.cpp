@@ -245,7 +245,18 @@ std::vector<std::string> differing_prepare_params(const PipelineSpec& trained, c
         match = &e;
         break;
       }
-    if (!match) continue;  // missing_prepare_stages' business (or another type making the same keys)
+    // Another type making the same keys stands in for it (crop_polyline for crop_tiles: the same crop
+    // of the same points): the k-th such stage, compared on the params both types have.
+    bool same_type = match != nullptr;
+    if (!match && !st.schema->produces_keys.empty()) {
+      seen = 0;
+      for (const auto& e : eval.stages)
+        if (e.schema->infer == InferRole::Prepare && e.schema->produces_keys == st.schema->produces_keys && seen++ == k) {
+          match = &e;
+          break;
+        }
+    }
+    if (!match) continue;  // missing_prepare_stages' business
     // perturb_line prepares the line's points; its noise (sigmas, scales, target, seed) is what an
     // evaluation chooses for itself (make_eval_pipeline sets scales to [1], the fixed point no noise).
     const bool only_points = st.type == "perturb_line";
@@ -261,8 +272,12 @@ std::vector<std::string> differing_prepare_params(const PipelineSpec& trained, c
     std::set<std::string> names;
     for (const auto& m : a.GetObject()) names.insert(m.name.GetString());
     for (const auto& m : b.GetObject()) names.insert(m.name.GetString());
+    auto has_param = [](const StageSchema& schema, const std::string& n) {
+      return std::any_of(schema.params.begin(), schema.params.end(), [&](const ParamSpec& p) { return p.name == n; });
+    };
     for (const std::string& n : names) {
       if (only_points && n != "points") continue;
+      if (!same_type && !(has_param(*st.schema, n) && has_param(*match->schema, n))) continue;
       const rapidjson::Value* x = a.HasMember(n.c_str()) ? &a[n.c_str()] : nullptr;
       const rapidjson::Value* y = b.HasMember(n.c_str()) ? &b[n.c_str()] : nullptr;
       if (x && y && *x == *y) continue;

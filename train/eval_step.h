@@ -34,7 +34,9 @@ std::vector<std::string> missing_prepare_stages(const PipelineSpec& trained, con
 
 // The preparing stages of `trained` that `eval` has with the same type but other settings: the
 // k-th such stage of a type paired with eval's k-th of that type, their params compared with every
-// default filled in (perturb_line's `points` only: its noise is the evaluation's to choose). One
+// default filled in (perturb_line's `points` only: its noise is the evaluation's to choose); a stage
+// eval has no stage of its type for is paired with eval's k-th preparing stage that makes the same
+// keys, compared on the params both types have (crop_tiles' radius against crop_polyline's). One
 // entry per differing param: "normalize_intensity 'intensity': quantile is
 // 0.95 in training, 0.9 here". eval_step refuses a checkpoint with any (a category list in another
 // order feeds the model another one-hot, a crop of another radius other points).

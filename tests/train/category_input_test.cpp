@@ -256,10 +256,11 @@ TEST(TrainModelType, CategoryInputTrainsEvaluatesAndRefinesEndToEnd) {
   for (const RefinedPiece& p : pieces) {
     if (p.line == pick) {
       EXPECT_EQ(p.refined, p.given);
-      if (p.note.rfind("crop:", 0) != 0)  // a piece with too few points is dropped before the category is read
+      if (p.note.rfind("crop:", 0) != 0) {  // a piece with too few points is dropped before the category is read
         EXPECT_NE(p.note.find("category_input: the line's category 'stop_line' is none of [curb, lane_marking]"),
                   std::string::npos)
             << p.note;
+      }
       unknown += p.note.find("'stop_line' is none of") != std::string::npos;
     } else if (p.note.empty()) {
       ++refined;

@@ -55,7 +55,13 @@ TEST(EvalPrepare, APreparingStageWithOtherSettingsIsNamedParamByParam) {
   EXPECT_EQ(differ("line_refine_train.json", "line_refine_eval.json"), std::vector<std::string>{});
   EXPECT_EQ(differ("line_refine_train_local.json", "line_refine_eval_local.json"), std::vector<std::string>{});
   EXPECT_EQ(differ("line_refine_train_map.json", "line_refine_eval_map.json"), std::vector<std::string>{});
-  EXPECT_EQ(differ("line_refine_train_tiles.json", "line_refine_eval_map.json"), std::vector<std::string>{});
+  // crop_tiles against the map evaluation's crop_polyline (the same crop), on the params both have:
+  // the tiled pipeline crops 2 m of its sweeps, the map kind 1 m; evaluated with the tiles' radius, they agree.
+  const auto tiles = differ("line_refine_train_tiles.json", "line_refine_eval_map.json");
+  ASSERT_EQ(tiles.size(), 1u);
+  EXPECT_EQ(tiles[0], "crop_tiles 'crop': radius is 2.0 in training, 1.0 here (stage 'crop')");
+  EXPECT_EQ(differ("line_refine_train_tiles.json", "line_refine_eval_map.json", {"crop.radius=2.0"}),
+            std::vector<std::string>{});
   EXPECT_EQ(differ("line_refine_train_edges.json", "line_refine_eval_edges.json"), std::vector<std::string>{});
   const auto q = differ("line_refine_train_map.json", "line_refine_eval_map.json",
                         {"intensity.quantile=0.9", "perturb.lateral_sigma=0.5", "perturb.points=16"});
