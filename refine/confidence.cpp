@@ -226,6 +226,9 @@ std::vector<CoverageRow> coverage(const Calibration& cal, const std::vector<Conf
   return rows;
 }
 
+// d(share within 1 sigma) / d(log scale) for Gaussian errors: 2 phi(1).
+const double kShareSlope = 2 * std::exp(-0.5) / std::sqrt(2 * M_PI);
+
 ScaleSpread scale_spread(const Calibration& cal, const std::vector<ConfidenceSample>& samples, int split, int axis,
                          int64_t min_per_tile) {
   std::map<int, std::pair<double, int64_t>> by_tile;  // sum of (error / sigma)^2, count
@@ -248,8 +251,7 @@ ScaleSpread scale_spread(const Calibration& cal, const std::vector<ConfidenceSam
   mean /= double(r.tiles);
   for (double v : logs) var += (v - mean) * (v - mean);
   r.log_sd = std::sqrt(var / double(r.tiles - 1));
-  const double two_phi1 = 2 * std::exp(-0.5) / std::sqrt(2 * M_PI);  // d(share within 1 sigma) / d(log scale)
-  r.share_2se = 100 * two_phi1 * 2 * r.log_sd / std::sqrt(double(r.tiles));
+  r.share_2se = 100 * kShareSlope * 2 * r.log_sd / std::sqrt(double(r.tiles));
   return r;
 }
 
@@ -258,8 +260,7 @@ std::string scale_spread_text(const Calibration& cal, const std::vector<Confiden
   const ScaleSpread a = scale_spread(cal, samples, split, kAcross), v = scale_spread(cal, samples, split, kVertical);
   if (a.tiles < 2 || v.tiles < 2) return "";
   const double sd = std::max(a.log_sd, v.log_sd);
-  const double two_phi1 = 2 * std::exp(-0.5) / std::sqrt(2 * M_PI);
-  const long long need = (long long)std::ceil(std::pow(100 * two_phi1 * 2 * sd / 5, 2));
+  const long long need = (long long)std::ceil(std::pow(100 * kShareSlope * 2 * sd / 5, 2));
   char b[512];
   std::snprintf(b, sizeof b,
                 "its %d %s pin the share within 1 sigma to +-%.1f points across and +-%.1f vertically (errors over "
